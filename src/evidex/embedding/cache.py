@@ -1,0 +1,82 @@
+"""Embeddings cached by (model fingerprint, content hash) in one SQLite file shared by every index.
+
+Re-ingesting, rebuilding an evaluation index or retrying a dead letter never recomputes a vector that
+was computed before. Vectors are written after every model batch, so a run killed half-way keeps what it
+had already paid for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from evidex.embedding.protocol import Embedder, Vectors
+
+CACHE_FILE = "embeddings.sqlite"
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(directory / CACHE_FILE, check_same_thread=False, timeout=60)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, "
+                         "vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID")
+        self._db.commit()
+
+    def lookup(self, model: str, hashes: Sequence[str]) -> dict[str, Vectors]:
+        found: dict[str, Vectors] = {}
+        unique = list(dict.fromkeys(hashes))
+        with self._lock:
+            for i in range(0, len(unique), 500):
+                part = unique[i:i + 500]
+                rows = self._db.execute(
+                    f"SELECT hash, vector FROM vectors WHERE model=? AND hash IN ({','.join('?' * len(part))})",
+                    (model, *part)).fetchall()
+                found.update((h, np.frombuffer(v, dtype=np.float32)) for h, v in rows)
+        return found
+
+    def store(self, model: str, items: Sequence[tuple[str, Vectors]]) -> None:
+        with self._lock:
+            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
+                                 [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items])
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def embed_cached(embedder: Embedder, texts: Sequence[str], cache: EmbeddingCache | None, *,
+                 batch_size: int = 64, on_progress: Callable[[int], None] | None = None) -> tuple[Vectors, int]:
+    """Vectors for `texts` (cache first); returns (matrix, how many were computed now)."""
+    hashes = [content_hash(t) for t in texts]
+    model = embedder.fingerprint
+    known = cache.lookup(model, hashes) if cache is not None else {}
+    missing = list(dict.fromkeys(h for h in hashes if h not in known))
+    counts = Counter(hashes)
+    if on_progress is not None and missing != hashes:
+        on_progress(len(texts) - sum(counts[h] for h in missing))
+    text_of = dict(zip(hashes, texts, strict=True))
+    for i in range(0, len(missing), batch_size):
+        part = missing[i:i + batch_size]
+        vectors = embedder.embed_documents([text_of[h] for h in part])
+        if cache is not None:
+            cache.store(model, list(zip(part, vectors, strict=True)))
+        known.update(zip(part, vectors, strict=True))
+        if on_progress is not None:
+            on_progress(sum(counts[h] for h in part))
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32), 0
+    return np.vstack([known[h] for h in hashes]).astype(np.float32, copy=False), len(missing)

@@ -1,0 +1,242 @@
+"""One-time export of a sentence-transformers model to a dynamic-int8 ONNX model.
+
+Needs torch, transformers and onnx (``pip install 'evidex[torch]'``); the result runs with
+onnxruntime and tokenizers alone (see :mod:`evidex.embedding.onnx`).
+
+Layout of an export directory::
+
+    model-int8.onnx   inputs input_ids/attention_mask[/token_type_ids], output last_hidden_state
+    tokenizer.json    the source model's fast tokenizer
+    manifest.json     source dir, source weights sha256, format version, dim, max_seq_length
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from evidex.errors import BackendUnavailable, EmbeddingError
+
+EXPORT_FORMAT_VERSION = 1
+MODEL_FILE = "model-int8.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+MANIFEST_FILE = "manifest.json"
+DEFAULT_MAX_SEQ_LENGTH = 256
+OPSET_VERSION = 17
+_TORCH_HINT = "pip install 'evidex[torch]'"
+_SHA_CACHE: dict[tuple[tuple[str, int, int], ...], str] = {}
+
+
+def weights_files(model_dir: Path) -> list[Path]:
+    """The weight files of a local model directory (safetensors preferred), sorted by name."""
+    for pattern in ("*.safetensors", "pytorch_model*.bin"):
+        found = sorted(p for p in model_dir.glob(pattern) if p.is_file())
+        if found:
+            return found
+    raise EmbeddingError(
+        f"no model weights (*.safetensors or pytorch_model*.bin) in {model_dir}; "
+        "point model_dir at a local sentence-transformers model directory"
+    )
+
+
+def weights_sha256(model_dir: Path) -> str:
+    """sha256 over the weight files' names and bytes: identifies the source model (memoised per process)."""
+    files = weights_files(Path(model_dir).resolve())
+    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if key not in _SHA_CACHE:
+        _SHA_CACHE[key] = _hash_files(files)
+    return _SHA_CACHE[key]
+
+
+def _hash_files(files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0")
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def read_manifest(onnx_dir: Path) -> dict[str, Any]:
+    """The manifest of an export directory; EmbeddingError when missing or unreadable."""
+    path = onnx_dir / MANIFEST_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise EmbeddingError(f"{onnx_dir} is not an evidex ONNX export (no {MANIFEST_FILE})") from exc
+    except (OSError, ValueError) as exc:
+        raise EmbeddingError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise EmbeddingError(f"{path}: expected a JSON object")
+    return data
+
+
+def is_valid_export(onnx_dir: Path, source_sha256: str) -> bool:
+    """True when onnx_dir holds a complete export of the weights with this sha256."""
+    try:
+        manifest = read_manifest(onnx_dir)
+    except EmbeddingError:
+        return False
+    return (
+        manifest.get("format_version") == EXPORT_FORMAT_VERSION
+        and manifest.get("source_weights_sha256") == source_sha256
+        and (onnx_dir / MODEL_FILE).is_file()
+        and (onnx_dir / TOKENIZER_FILE).is_file()
+    )
+
+
+def export_onnx_int8(model_dir: Path, out_dir: Path) -> Path:
+    """Export model_dir to out_dir (atomically, under a file lock); no-op when already there."""
+    model_dir = Path(model_dir).resolve()
+    out_dir = Path(out_dir)
+    if not model_dir.is_dir():
+        raise EmbeddingError(f"model directory not found: {model_dir}")
+    source_sha = weights_sha256(model_dir)
+    if is_valid_export(out_dir, source_sha):
+        return out_dir
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive_lock(out_dir.parent / f".{out_dir.name}.lock"):
+        if is_valid_export(out_dir, source_sha):  # another process finished it while we waited
+            return out_dir
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+        try:
+            _build(model_dir, source_sha, tmp)
+            if out_dir.exists():  # stale or partial export of something else: replace it
+                shutil.rmtree(out_dir)
+            tmp.rename(out_dir)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+@contextlib.contextmanager
+def _exclusive_lock(path: Path) -> Iterator[None]:
+    with path.open("a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def _check_pooling(model_dir: Path) -> None:
+    pooling = _read_json(model_dir / "1_Pooling" / "config.json")
+    if pooling and not pooling.get("pooling_mode_mean_tokens", False):
+        raise EmbeddingError(
+            f"{model_dir} does not use mean pooling; the ONNX backend supports mean pooling only "
+            "(use backend='torch' for this model)"
+        )
+
+
+def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
+    """Write model-int8.onnx, tokenizer.json and manifest.json into tmp."""
+    try:
+        import torch
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError as exc:
+        raise BackendUnavailable(
+            f"exporting the ONNX model needs torch and transformers ({exc.name} is missing): {_TORCH_HINT}"
+        ) from exc
+    _check_pooling(model_dir)
+    max_seq = int(_read_json(model_dir / "sentence_bert_config.json").get("max_seq_length")
+                  or DEFAULT_MAX_SEQ_LENGTH)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
+    except Exception as exc:  # transformers raises many types for a bad directory
+        raise EmbeddingError(f"cannot load the transformer from {model_dir}: {exc}") from exc
+    model.eval()
+    if (model_dir / TOKENIZER_FILE).is_file():
+        shutil.copyfile(model_dir / TOKENIZER_FILE, tmp / TOKENIZER_FILE)
+    elif getattr(tokenizer, "backend_tokenizer", None) is not None:
+        tokenizer.backend_tokenizer.save(str(tmp / TOKENIZER_FILE))
+    else:
+        raise EmbeddingError(f"{model_dir} has no fast tokenizer (tokenizer.json); cannot export")
+
+    sample = tokenizer(["an example sentence for tracing", "short"], padding=True, return_tensors="pt")
+    input_names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
+    fp32_path = tmp / "model-fp32.onnx"
+    dynamic = {n: {0: "batch", 1: "sequence"} for n in [*input_names, "last_hidden_state"]}
+    wrapper = _last_hidden_state_module(model, input_names, torch)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer warnings about python control flow are expected
+            torch.onnx.export(
+                wrapper,
+                tuple(sample[n] for n in input_names),
+                str(fp32_path),
+                input_names=input_names,
+                output_names=["last_hidden_state"],
+                dynamic_axes=dynamic,
+                opset_version=OPSET_VERSION,
+                do_constant_folding=True,
+                dynamo=False,
+            )
+        quantize_dynamic(
+            model_input=fp32_path,
+            model_output=tmp / MODEL_FILE,
+            per_channel=True,
+            reduce_range=False,
+            weight_type=QuantType.QInt8,
+        )
+    except Exception as exc:
+        raise EmbeddingError(f"ONNX export of {model_dir} failed: {exc}") from exc
+    finally:
+        fp32_path.unlink(missing_ok=True)
+    manifest = {
+        "format": "evidex-onnx-int8",
+        "format_version": EXPORT_FORMAT_VERSION,
+        "source_model_dir": str(model_dir),
+        "source_weights_sha256": source_sha,
+        "dim": int(model.config.hidden_size),
+        "max_seq_length": max_seq,
+        "pooling": "mean",
+        "inputs": input_names,
+        "exported_with": _versions(),
+    }
+    (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    os.chmod(tmp, 0o755)  # mkdtemp creates 0700
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str] = {}
+    for pkg in ("torch", "transformers", "onnx", "onnxruntime"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def _last_hidden_state_module(model: Any, input_names: list[str], torch: Any) -> Any:
+    """A torch module mapping positional inputs to last_hidden_state (what the exporter traces)."""
+
+    class LastHiddenState(torch.nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        def forward(self, *args: Any) -> Any:
+            return self.inner(**dict(zip(input_names, args, strict=True))).last_hidden_state
+
+    return LastHiddenState()

@@ -1,0 +1,141 @@
+"""The facade every interface calls: open, ingest, search, rollback, stats."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from evidex.config import Config
+from evidex.embedding.cache import EmbeddingCache
+from evidex.embedding.protocol import Embedder
+from evidex.errors import BackendUnavailable, ConfigError
+from evidex.ingest.loaders import LoadFailure, iter_documents, load_file, read_jsonl_line
+from evidex.ingest.provenance import load_overlay
+from evidex.ingest.run import FamilyRules, Progress, ingest
+from evidex.retrieval.hybrid import retrieve
+from evidex.stores.protocol import Store
+from evidex.stores.sqlite import SqliteStore
+from evidex.types import BatchInfo, Candidate, Chunk, DeadLetter, Document, IngestReport, RetrievalMode, SearchFilters
+
+
+def open_store(config: Config) -> Store:
+    if config.index.backend == "sqlite":
+        return SqliteStore(config.index_dir, title_weight=config.retrieval.title_weight)
+    if config.index.backend == "milvus":
+        try:
+            from evidex.stores.milvus import MilvusStore  # type: ignore[import-not-found,unused-ignore]
+        except ImportError as exc:
+            raise BackendUnavailable(f"the milvus backend needs: pip install 'evidex[milvus]' ({exc})") from None
+        return MilvusStore.from_config(config)  # type: ignore[no-any-return,unused-ignore]
+    raise ConfigError(f"config key 'index.backend': unknown backend {config.index.backend!r}")
+
+
+class Engine:
+    """One index, one configuration. Thread-safe for concurrent searches."""
+
+    def __init__(self, config: Config, store: Store, embedder: Embedder | None = None) -> None:
+        self.config = config
+        self.store = store
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self._cache: EmbeddingCache | None = None
+
+    @classmethod
+    def open(cls, config: Config | None = None, *, embedder: Embedder | None = None,
+             store: Store | None = None) -> Engine:
+        config = config or Config()
+        return cls(config, store or open_store(config), embedder)
+
+    # ---- embedding ----------------------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        """Loaded on first use: stats, BM25 search and rollback never pay for the model."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                from evidex.embedding import default_model_dir, load_embedder
+
+                e = self.config.embedding
+                model_dir = Path(e.model_dir).expanduser() if e.model_dir else default_model_dir()
+                self._embedder = load_embedder(e.backend, model_dir, self.config.cache_dir, e.threads or None)
+            return self._embedder
+
+    @property
+    def embedding_cache(self) -> EmbeddingCache:
+        if self._cache is None:
+            self._cache = EmbeddingCache(self.config.cache_dir)
+        return self._cache
+
+    def encode_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self.embedder.embed_query(text)
+
+    # ---- ingest -------------------------------------------------------------------------------------
+    def ingest(self, paths: Sequence[str | Path], *, metadata: str | Path | None = None, label: str = "",
+               progress: Progress | None = None) -> IngestReport:
+        overlay = load_overlay(Path(metadata)) if metadata else None
+        items: Iterable[Document | LoadFailure] = (item for p in paths for item in iter_documents(Path(p)))
+        return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress)
+
+    def retry_dead_letters(self, *, metadata: str | Path | None = None,
+                           progress: Progress | None = None) -> IngestReport:
+        """Load every dead letter again; the ones that now load land in a new batch."""
+        overlay = load_overlay(Path(metadata)) if metadata else None
+        letters = self.store.dead_letters()
+        items = [_reload(letter) for letter in letters]
+        now_loading = [d.source for d, item in zip(letters, items, strict=True) if isinstance(item, Document)]
+        return self._ingest(items, overlay, "dead-letter retry", progress, now_loading)
+
+    def _ingest(self, items: Iterable[Document | LoadFailure], overlay: Any, label: str,
+                progress: Progress | None, resolved: Sequence[str] = ()) -> IngestReport:
+        known = [d.source for d in self.store.dead_letters()]
+        return ingest(self.store, lambda: self.embedder, items, chunking=self.config.chunking,
+                      families=FamilyRules.from_config(self.config.families), overlay=overlay,
+                      cache=self.embedding_cache, batch_size=self.config.embedding.batch_size, label=label,
+                      known_dead_letters=known, resolved_dead_letters=resolved, progress=progress)
+
+    # ---- search -------------------------------------------------------------------------------------
+    def search(self, query: str, *, k: int = 10, mode: RetrievalMode = RetrievalMode.HYBRID,
+               filters: SearchFilters | None = None) -> list[Candidate]:
+        """Ranked chunks (plain hybrid retrieval, no gate): the building block of the full pipeline."""
+        return retrieve(self.store, self.encode_query, query, mode=mode, limit=k,
+                        settings=self.config.retrieval, filters=filters)
+
+    # ---- operations ---------------------------------------------------------------------------------
+    def rollback(self, batch_id: str | None = None) -> BatchInfo:
+        return self.store.rollback(batch_id)
+
+    def show(self, record_id: str) -> Chunk | None:
+        found = self.store.get([record_id])
+        return found[0] if found else None
+
+    def dead_letters(self) -> list[DeadLetter]:
+        return self.store.dead_letters()
+
+    def batches(self) -> list[BatchInfo]:
+        return self.store.batches()
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.store.stats(), "config_hash": self.config.hash()}
+
+    def close(self) -> None:
+        self.store.close()
+        if self._cache is not None:
+            self._cache.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _reload(letter: DeadLetter) -> Document | LoadFailure:
+    path = letter.path or letter.location
+    file, _, line = path.rpartition(":")
+    if file and line.isdigit() and file.endswith(".jsonl"):
+        return read_jsonl_line(Path(file), int(line))
+    return load_file(Path(path), letter.source)

@@ -1,0 +1,154 @@
+"""Markdown as engineering sites write it: front matter (YAML `---` or TOML `+++`), Hugo shortcodes,
+HTML comments, and headings with optional custom ids (`## Title {#custom-id}`).
+
+`clean` returns the readable text plus an offset map, so every chunk can still name its exact character
+span in the original file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from evidex.errors import IngestError
+
+_FRONT_MATTER = {
+    "---": re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S),
+    "+++": re.compile(r"\A\+\+\+[ \t]*\r?\n(.*?)\r?\n\+\+\+[ \t]*(?:\r?\n|\Z)", re.S),
+}
+# {{< glossary_tooltip text="container image" term_id="image" >}} -> "container image"
+_TOOLTIP = re.compile(r"\{\{[<%]\s*glossary_tooltip\b([^}]*?)[>%]\}\}")
+_ATTR = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
+_SHORTCODE = re.compile(r"\{\{[<%].*?[>%]\}\}", re.S)
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
+_CUSTOM_ID = re.compile(r"\s*\{#([A-Za-z0-9_:.-]+)\}\s*$")
+_FENCE = re.compile(r"^(```|~~~)", re.M)
+
+
+def split_front_matter(text: str, location: str) -> tuple[dict[str, Any], int]:
+    """Parse front matter; return (fields, offset where the body starts)."""
+    for marker, pattern in _FRONT_MATTER.items():
+        if not text.startswith(marker):
+            continue
+        match = pattern.match(text)
+        if match is None:
+            raise IngestError(f"front matter opened with {marker!r} is never closed", location=f"{location}:1")
+        try:
+            fields = yaml.safe_load(match.group(1)) if marker == "---" else tomllib.loads(match.group(1))
+        except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
+            line = getattr(getattr(exc, "problem_mark", None), "line", None)
+            where = f"{location}:{line + 2}" if line is not None else f"{location}:1"
+            raise IngestError(f"invalid front matter: {_first_line(exc)}", location=where) from None
+        if fields is None:
+            fields = {}
+        if not isinstance(fields, dict):
+            raise IngestError("front matter is not a mapping", location=f"{location}:1")
+        return fields, match.end()
+    return {}, 0
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class CleanText:
+    """Readable text and, for each character of it, where it came from in the source."""
+
+    text: str
+    _out_starts: tuple[int, ...]
+    _src_starts: tuple[int, ...]
+
+    def source_offset(self, pos: int) -> int:
+        i = bisect.bisect_right(self._out_starts, pos) - 1
+        return self._src_starts[i] + (pos - self._out_starts[i])
+
+
+def clean(source: str, start: int = 0) -> CleanText:
+    """Strip comments and shortcodes from source[start:], keeping an offset map back to `source`."""
+    pieces: list[str] = []
+    out_starts: list[int] = []
+    src_starts: list[int] = []
+    out_len = 0
+    edits = sorted(
+        [(m.start(), m.end(), _tooltip_text(m)) for m in _TOOLTIP.finditer(source, start)]
+        + [(m.start(), m.end(), "") for m in _SHORTCODE.finditer(source, start) if not _TOOLTIP.match(m.group())]
+        + [(m.start(), m.end(), "") for m in _HTML_COMMENT.finditer(source, start)]
+    )
+    pos = start
+    for e_start, e_end, replacement in edits:
+        if e_start < pos:  # overlapping edit (a shortcode inside a comment): the first one wins
+            continue
+        if e_start > pos:
+            out_starts.append(out_len)
+            src_starts.append(pos)
+            pieces.append(source[pos:e_start])
+            out_len += e_start - pos
+        if replacement:
+            out_starts.append(out_len)
+            src_starts.append(e_start)
+            pieces.append(replacement)
+            out_len += len(replacement)
+        pos = e_end
+    out_starts.append(out_len)
+    src_starts.append(pos)
+    pieces.append(source[pos:])
+    return CleanText("".join(pieces), tuple(out_starts), tuple(src_starts))
+
+
+def _tooltip_text(match: re.Match[str]) -> str:
+    attrs = dict(_ATTR.findall(match.group(1)))
+    return attrs.get("text") or attrs.get("term_id", "")
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    title: str
+    anchor: str
+    start: int  # offset of the heading line in the text it was found in
+
+
+def find_headings(text: str) -> list[Heading]:
+    """ATX headings outside fenced code, with the anchors a rendered site gives them."""
+    fenced = _fenced_ranges(text)
+    seen: dict[str, int] = {}
+    headings = []
+    for m in _HEADING.finditer(text):
+        if any(a <= m.start() < b for a, b in fenced):
+            continue
+        raw = m.group(2)
+        custom = _CUSTOM_ID.search(raw)
+        title = _CUSTOM_ID.sub("", raw).strip()
+        anchor = custom.group(1) if custom else slugify(title)
+        if not custom:  # duplicate headings get -1, -2 ... as GitHub and Hugo do
+            n = seen.get(anchor, 0)
+            seen[anchor] = n + 1
+            anchor = f"{anchor}-{n}" if n else anchor
+        headings.append(Heading(len(m.group(1)), _plain(title), anchor, m.start()))
+    return headings
+
+
+def _fenced_ranges(text: str) -> list[tuple[int, int]]:
+    marks = [m.start() for m in _FENCE.finditer(text)]
+    return [(marks[i], marks[i + 1]) for i in range(0, len(marks) - 1, 2)]
+
+
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+
+
+def _plain(title: str) -> str:
+    return _LINK.sub(r"\1", title).replace("`", "").replace("*", "").strip()
+
+
+def slugify(title: str) -> str:
+    """The heading id GitHub and Hugo (goldmark, autoHeadingIDType=github) render."""
+    text = _plain(title).lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")

@@ -1,0 +1,87 @@
+"""Provenance fields from front matter, JSONL records and metadata overlays, validated."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from evidex.errors import IngestError
+from evidex.types import Provenance
+
+PROVENANCE_KEYS = frozenset(f.name for f in dataclasses.fields(Provenance))
+_TIME_KEYS = {"published_at", "expires_at"}
+_STR_KEYS = PROVENANCE_KEYS - _TIME_KEYS - {"access_labels"}
+
+
+def parse_time(value: Any, key: str, location: str) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise IngestError(f"{key}: {value!r} is not an ISO 8601 timestamp", location=location) from None
+        return parse_time(parsed, key, location)
+    raise IngestError(f"{key}: expected an ISO 8601 timestamp, got {type(value).__name__}", location=location)
+
+
+def format_time(value: datetime | None) -> str | None:
+    """The one timestamp format evidex writes: UTC, seconds, trailing Z (sorts lexicographically)."""
+    return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def provenance_fields(fields: Mapping[str, Any], location: str) -> dict[str, Any]:
+    """The provenance subset of `fields`, type-checked. Other keys (title, weight, ...) are ignored."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key not in PROVENANCE_KEYS:
+            continue
+        if key in _TIME_KEYS:
+            out[key] = parse_time(value, key, location)
+        elif key == "access_labels":
+            labels = [value] if isinstance(value, str) else value
+            if labels is None:
+                labels = []
+            if not isinstance(labels, list) or not all(isinstance(x, str) and x for x in labels):
+                raise IngestError("access_labels: expected a list of non-empty strings", location=location)
+            out[key] = tuple(sorted(set(labels)))
+        elif key in _STR_KEYS:
+            if value is not None and not isinstance(value, (str, int, float)):
+                raise IngestError(f"{key}: expected a string, got {type(value).__name__}", location=location)
+            out[key] = None if value is None else str(value)
+    return out
+
+
+def merge(base: Provenance, fields: Mapping[str, Any]) -> Provenance:
+    return dataclasses.replace(base, **fields)
+
+
+def load_overlay(path: Path) -> dict[str, dict[str, Any]]:
+    """A metadata overlay: one JSON object per line, keyed by `source`. Errors name file and line."""
+    overlay: dict[str, dict[str, Any]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IngestError(f"cannot read metadata overlay: {exc}", location=str(path)) from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        location = f"{path}:{n}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise IngestError(f"invalid JSON: {exc.msg} (column {exc.colno})", location=location) from None
+        if not isinstance(item, dict) or not isinstance(item.get("source"), str):
+            raise IngestError("each overlay line must be an object with a string 'source'", location=location)
+        if item["source"] in overlay:
+            raise IngestError(f"duplicate overlay entry for source {item['source']!r}", location=location)
+        overlay[item["source"]] = provenance_fields(item, location)
+    return overlay

@@ -1,0 +1,166 @@
+"""One ingest run = one batch: load, merge provenance, assign families, chunk, embed (cached), commit.
+
+Nothing reaches the store until the whole batch is ready; the store then applies it in one
+transaction. A document that fails to load becomes a dead letter and the rest of the batch still lands.
+An unchanged document (same text, provenance and chunking) is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from evidex.config import ChunkingConfig, FamilyRule
+from evidex.embedding.cache import EmbeddingCache, embed_cached
+from evidex.embedding.protocol import Embedder
+from evidex.ingest.chunking import chunk_text
+from evidex.ingest.loaders import LoadFailure
+from evidex.ingest.markdown import clean
+from evidex.ingest.provenance import format_time, merge
+from evidex.stores.protocol import BatchWrite, DocumentWrite, Store
+from evidex.types import Chunk, DeadLetter, Document, IngestReport
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+@dataclass(frozen=True)
+class FamilyRules:
+    rules: tuple[tuple[re.Pattern[str], str], ...]
+
+    @classmethod
+    def from_config(cls, rules: Sequence[FamilyRule]) -> FamilyRules:
+        return cls(tuple((re.compile(r.pattern), r.name) for r in rules))
+
+    def family_of(self, source: str) -> str | None:
+        for pattern, name in self.rules:
+            if pattern.search(source):
+                return name
+        return None
+
+
+def new_batch_id(now: datetime) -> str:
+    return f"b{now.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def record_id(doc_id: str, chunk_index: int, text: str) -> str:
+    """Stable: the same document, position and text always give the same id."""
+    return hashlib.sha256(f"{doc_id}\x00{chunk_index}\x00{text}".encode()).hexdigest()[:20]
+
+
+def embedding_text(chunk: Chunk) -> str:
+    """What the embedder sees: the title gives a chunk its context (headings are in the text)."""
+    return f"{chunk.title}\n{chunk.text}" if chunk.title and not chunk.text.startswith(chunk.title) else chunk.text
+
+
+def doc_hash(doc: Document, chunking: ChunkingConfig) -> str:
+    p = doc.provenance
+    meta = json.dumps({"title": doc.title, "source": doc.source, "fmt": doc.fmt, "chunking": vars(chunking),
+                       "provenance": {k: (format_time(v) if isinstance(v, datetime) else v)
+                                      for k, v in vars(p).items()}}, sort_keys=True, default=list)
+    return hashlib.sha256((meta + "\x00" + doc.text).encode()).hexdigest()
+
+
+def chunk_document(doc: Document, chunking: ChunkingConfig, indexed_at: datetime) -> tuple[Chunk, ...]:
+    text = clean(doc.text, doc.body_start) if doc.fmt == "markdown" else clean(doc.text)
+    pieces = chunk_text(text, max_chars=chunking.max_chars, overlap_chars=chunking.overlap_chars,
+                        min_chars=chunking.min_chars, headings=doc.fmt == "markdown")
+    return tuple(
+        Chunk(record_id=record_id(doc.doc_id, i, piece.text), doc_id=doc.doc_id, chunk_index=i,
+              source=doc.source, title=doc.title, text=piece.text, citation_anchor=piece.anchor,
+              span_start=piece.start, span_end=piece.end,
+              content_hash=hashlib.sha256(piece.text.encode()).hexdigest(), provenance=doc.provenance,
+              heading=piece.heading, indexed_at=indexed_at)
+        for i, piece in enumerate(pieces))
+
+
+def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Document | LoadFailure], *,
+           chunking: ChunkingConfig, families: FamilyRules, overlay: Mapping[str, Mapping[str, Any]] | None,
+           cache: EmbeddingCache | None, batch_size: int = 32, label: str = "",
+           known_dead_letters: Iterable[str] = (), resolved_dead_letters: Sequence[str] = (),
+           progress: Progress | None = None) -> IngestReport:
+    """Ingest `items` as one batch. `embedder` is called only if something needs embedding."""
+    started = time.perf_counter()
+    now = datetime.now(UTC).replace(microsecond=0)
+    batch_id = new_batch_id(now)
+    existing = store.document_hashes()
+    seen: set[str] = set()
+    letters: list[DeadLetter] = []
+    changed: list[tuple[Document, str, tuple[Chunk, ...]]] = []
+    unchanged = 0
+    empty = 0
+    loaded_sources: set[str] = set()
+    for n, item in enumerate(items, start=1):
+        if progress is not None and n % 200 == 0:
+            progress("load", n, 0)
+        if isinstance(item, LoadFailure):
+            letters.append(DeadLetter(item.source, item.reason, batch_id, now, item.location, path=item.path))
+            continue
+        if item.doc_id in seen:
+            letters.append(DeadLetter(item.source, f"duplicate doc_id {item.doc_id!r} in this batch", batch_id,
+                                      now, item.source))
+            continue
+        seen.add(item.doc_id)
+        doc = _with_metadata(item, overlay, families)
+        loaded_sources.add(doc.source)
+        digest = doc_hash(doc, chunking)
+        if existing.get(doc.doc_id) == digest:
+            unchanged += 1
+            continue
+        doc_chunks = chunk_document(doc, chunking, now)
+        if not doc_chunks:  # front matter only (a section index page): nothing to search
+            empty += 1
+            continue
+        changed.append((doc, digest, doc_chunks))
+    chunks = [c for _, _, doc_chunks in changed for c in doc_chunks]
+    total = len(chunks)
+    done = 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress("embed", done, total)
+
+    computed = 0
+    writes: list[DocumentWrite] = []
+    if chunks:
+        vectors, computed = embed_cached(embedder(), [embedding_text(c) for c in chunks], cache,
+                                         batch_size=batch_size, on_progress=step)
+        offset = 0
+        for doc, digest, doc_chunks in changed:
+            writes.append(DocumentWrite(doc.doc_id, doc.source, digest, doc_chunks,
+                                        vectors[offset:offset + len(doc_chunks)]))
+            offset += len(doc_chunks)
+    failed = {letter.source for letter in letters}
+    resolved = tuple(dict.fromkeys([*(s for s in known_dead_letters if s in loaded_sources),
+                                    *(s for s in resolved_dead_letters if s not in failed)]))
+    if writes or letters or resolved:
+        store.commit_batch(BatchWrite(batch_id, label, tuple(writes), unchanged, tuple(letters), resolved))
+    else:
+        batch_id = ""  # nothing changed: no batch is recorded
+    return IngestReport(
+        batch_id=batch_id, documents=len(seen), added_chunks=total,
+        replaced_documents=sum(1 for d, _, _ in changed if d.doc_id in existing),
+        unchanged_documents=unchanged, empty_documents=empty, dead_letters=tuple(letters), embedded=computed,
+        cached=total - computed, seconds=time.perf_counter() - started)
+
+
+def _with_metadata(doc: Document, overlay: Mapping[str, Mapping[str, Any]] | None,
+                   families: FamilyRules) -> Document:
+    provenance = doc.provenance
+    if overlay and doc.source in overlay:
+        provenance = merge(provenance, overlay[doc.source])
+    if provenance.evidence_family is None:
+        family = families.family_of(doc.source)
+        if family is not None:
+            provenance = merge(provenance, {"evidence_family": family})
+    if provenance is doc.provenance:
+        return doc
+    return Document(doc.doc_id, doc.source, doc.title, doc.text, provenance, doc.fmt, doc.body_start)

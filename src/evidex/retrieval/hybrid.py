@@ -1,0 +1,53 @@
+"""Broad retrieval: dense, BM25, or both fused. Returns candidates with every score that placed them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from evidex.config import RetrievalConfig
+from evidex.retrieval.fusion import FusedHit, fuse
+from evidex.stores.protocol import Store
+from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId, SearchFilters
+
+QueryEncoder = Callable[[str], npt.NDArray[np.float32]]
+
+
+def retrieve(store: Store, encode: QueryEncoder, query: str, *, mode: RetrievalMode, limit: int,
+             settings: RetrievalConfig, filters: SearchFilters | None = None) -> list[Candidate]:
+    pool = max(limit, settings.candidate_pool)
+    dense: list[ScoredId] = []
+    sparse: list[ScoredId] = []
+    if mode in (RetrievalMode.DENSE, RetrievalMode.HYBRID):
+        dense = store.search_dense(encode(query), pool, filters)
+    if mode in (RetrievalMode.BM25, RetrievalMode.HYBRID):
+        sparse = store.search_sparse(query, pool, filters)
+    if mode is RetrievalMode.DENSE:
+        hits = fuse([dense], [1.0], FusionMode.WEIGHTED)
+    elif mode is RetrievalMode.BM25:
+        hits = fuse([sparse], [1.0], FusionMode.WEIGHTED)
+    else:
+        hits = fuse([dense, sparse], [settings.dense_weight, settings.sparse_weight],
+                    FusionMode.from_str(settings.fusion), settings.rrf_k)
+    return candidates(store, hits[:limit], mode)
+
+
+def candidates(store: Store, hits: list[FusedHit], mode: RetrievalMode) -> list[Candidate]:
+    chunks = {c.record_id: c for c in store.get([h.record_id for h in hits])}
+    out = []
+    for h in hits:
+        chunk = chunks.get(h.record_id)
+        if chunk is None:
+            continue
+        if mode is RetrievalMode.HYBRID:
+            dense_score, sparse_score = h.raw
+            dense_rank, sparse_rank = h.ranks
+        elif mode is RetrievalMode.DENSE:
+            dense_score, sparse_score, dense_rank, sparse_rank = h.raw[0], None, h.ranks[0], None
+        else:
+            dense_score, sparse_score, dense_rank, sparse_rank = None, h.raw[0], None, h.ranks[0]
+        out.append(Candidate(chunk=chunk, score=h.score, dense_score=dense_score, sparse_score=sparse_score,
+                             dense_rank=dense_rank, sparse_rank=sparse_rank))
+    return out

@@ -1,0 +1,25 @@
+"""Query text for lexical search: tokens, stopwords, and the FTS5 MATCH expression."""
+
+from __future__ import annotations
+
+import re
+
+# A short English stopword list (Lucene's default set plus question words): dropping these keeps BM25
+# queries fast on large indexes and matches how the published BM25 baselines tokenize.
+STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there "
+    "these they this to was will with what which who whom whose when where why how do does did can could "
+    "should would i you we he she my your our its from has have had been were than so any all some".split()
+)
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens without stopwords, in order, duplicates kept."""
+    return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 MATCH expression: every distinct token quoted (no operator injection), OR-ed."""
+    distinct = list(dict.fromkeys(tokens(text)))
+    return " OR ".join(f'"{t}"' for t in distinct)

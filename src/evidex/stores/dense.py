@@ -1,0 +1,112 @@
+"""Exact dense search over a numpy matrix, with filters applied as boolean masks.
+
+At 100k chunks x 384 dims the matrix is 150 MB and one query is a single matrix-vector product (a few
+milliseconds on 2 cores), so no approximate index is needed at this scale; see `evidex bench`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from evidex.types import ScoredId, SearchFilters
+
+_NEVER = np.iinfo(np.int64).max
+_ALWAYS = np.iinfo(np.int64).min
+
+
+def _epoch(value: str | None, default: int) -> int:
+    if value is None:
+        return default
+    return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
+
+
+class DenseIndex:
+    """Live vectors of one snapshot plus the per-row fields filters need."""
+
+    def __init__(self, ids: Sequence[str], matrix: npt.NDArray[np.float32], *, doc_ids: Sequence[str],
+                 sources: Sequence[str], families: Sequence[str | None], labels: Sequence[Sequence[str]],
+                 published: npt.NDArray[np.int64], expires: npt.NDArray[np.int64]) -> None:
+        self.ids = list(ids)
+        self.matrix = matrix
+        self._doc_ids = np.asarray(doc_ids, dtype=object)
+        self._families = np.asarray([f or "" for f in families], dtype=object)
+        self._published = published
+        self._expires = expires
+        self._source_values, self._source_index = np.unique(np.asarray(sources, dtype=object),
+                                                            return_inverse=True)
+        self._label_rows: dict[str, list[int]] = {}
+        for row, row_labels in enumerate(labels):
+            for label in row_labels:
+                self._label_rows.setdefault(label, []).append(row)
+        self._pattern_masks: dict[str, npt.NDArray[np.bool_]] = {}
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Any]) -> DenseIndex:
+        """Rows with record_id, doc_id, source, evidence_family, access_labels (JSON), published_at,
+        expires_at (ISO text) and vector (float32 bytes)."""
+        if rows:
+            matrix = np.vstack([np.frombuffer(r["vector"], dtype=np.float32) for r in rows])
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        return cls(
+            [r["record_id"] for r in rows], matrix,
+            doc_ids=[r["doc_id"] for r in rows], sources=[r["source"] for r in rows],
+            families=[r["evidence_family"] for r in rows],
+            labels=[json.loads(r["access_labels"]) for r in rows],
+            published=np.array([_epoch(r["published_at"], _ALWAYS) for r in rows], dtype=np.int64),
+            expires=np.array([_epoch(r["expires_at"], _NEVER) for r in rows], dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
+        """Rows that pass `filters`; None when nothing is filtered."""
+        if filters is None or filters.is_empty():
+            return None
+        keep = np.ones(len(self.ids), dtype=bool)
+        if filters.access_labels is not None:
+            allowed = np.zeros(len(self.ids), dtype=bool)
+            for label in filters.access_labels:
+                allowed[self._label_rows.get(label, [])] = True
+            keep &= allowed
+        if filters.valid_at is not None:
+            t = int(filters.valid_at.timestamp())
+            keep &= (self._published <= t) & (self._expires > t)
+        if filters.families is not None:
+            keep &= np.isin(self._families, list(filters.families))
+        if filters.doc_ids is not None:
+            keep &= np.isin(self._doc_ids, list(filters.doc_ids))
+        if filters.source_pattern is not None:
+            keep &= self._pattern_mask(filters.source_pattern)
+        return keep
+
+    def _pattern_mask(self, pattern: str) -> npt.NDArray[np.bool_]:
+        cached = self._pattern_masks.get(pattern)
+        if cached is None:
+            regex = re.compile(pattern)
+            per_source = np.array([regex.search(s) is not None for s in self._source_values], dtype=bool)
+            cached = per_source[self._source_index] if len(self.ids) else np.zeros(0, dtype=bool)
+            if len(self._pattern_masks) < 256:
+                self._pattern_masks[pattern] = cached
+        return cached
+
+    def search(self, vector: npt.NDArray[np.float32], limit: int,
+               filters: SearchFilters | None = None) -> list[ScoredId]:
+        if not self.ids or limit <= 0:
+            return []
+        scores = self.matrix @ np.asarray(vector, dtype=np.float32)
+        keep = self.mask(filters)
+        if keep is not None:
+            scores = np.where(keep, scores, -np.inf)
+        n = min(limit, len(scores))
+        top = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
+        # Stable order: score descending, then row (insertion order) ascending.
+        top = top[np.lexsort((top, -scores[top]))]
+        return [ScoredId(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]

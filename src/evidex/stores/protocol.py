@@ -1,0 +1,79 @@
+"""The store contract. Every backend (embedded SQLite, Milvus) implements it; the pipeline above it
+(fusion, families, the gate, signals) is written once. `evidex.testing.store_contract` checks it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """One document's new state: all its chunks (replacing any it had) with their vectors."""
+
+    doc_id: str
+    source: str
+    doc_hash: str
+    chunks: tuple[Chunk, ...]
+    vectors: npt.NDArray[np.float32]  # (len(chunks), dim)
+
+
+@dataclass(frozen=True)
+class BatchWrite:
+    """Everything one ingest run changes. A store applies it atomically or not at all."""
+
+    batch_id: str
+    label: str
+    documents: tuple[DocumentWrite, ...]
+    unchanged: int
+    dead_letters: tuple[DeadLetter, ...]
+    resolved_dead_letters: tuple[str, ...] = ()  # sources that now loaded fine
+
+
+class Store(Protocol):
+    def commit_batch(self, batch: BatchWrite) -> BatchInfo:
+        """Apply a batch atomically. A document's old chunks are retired, not deleted, so rollback works."""
+        ...
+
+    def rollback(self, batch_id: str | None = None) -> BatchInfo:
+        """Undo the last committed batch (or `batch_id`) atomically; restores the chunks it replaced."""
+        ...
+
+    def document_hashes(self) -> dict[str, str]:
+        """doc_id -> content hash of each live document (to skip unchanged documents)."""
+        ...
+
+    def get(self, record_ids: Sequence[str]) -> list[Chunk]:
+        """Live chunks by id, in the order asked; unknown ids are left out."""
+        ...
+
+    def search_dense(self, vector: npt.NDArray[np.float32], limit: int,
+                     filters: SearchFilters | None = None) -> list[ScoredId]:
+        """Exact or approximate nearest neighbours by cosine, best first."""
+        ...
+
+    def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None) -> list[ScoredId]:
+        """BM25 over title and text, best first (higher score is better)."""
+        ...
+
+    def batches(self) -> list[BatchInfo]:
+        ...
+
+    def dead_letters(self) -> list[DeadLetter]:
+        ...
+
+    def snapshot_id(self) -> str:
+        """Changes whenever the searchable content changes (a commit or a rollback)."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        ...
+
+    def close(self) -> None:
+        ...

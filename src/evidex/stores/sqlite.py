@@ -1,0 +1,388 @@
+"""The embedded default store: one SQLite file (WAL) is the single source of truth.
+
+Records, provenance, vectors, batches and dead letters live in tables; FTS5 holds BM25 postings of the
+live records. Dense search is exact: the live vectors are loaded once per snapshot into a numpy matrix
+and filters become boolean masks. A replaced chunk is retired (`retired_by` = the batch that replaced
+it), never deleted, so rolling a batch back restores exactly what it replaced. Every batch and every
+rollback is one transaction: a process killed mid-ingest leaves the last committed state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from evidex.errors import StoreError
+from evidex.ingest.provenance import format_time
+from evidex.retrieval.lexical import fts_query
+from evidex.stores.dense import DenseIndex
+from evidex.stores.protocol import BatchWrite
+from evidex.types import BatchInfo, Chunk, DeadLetter, Provenance, ScoredId, SearchFilters
+
+INDEX_FILE = "index.sqlite"
+
+# Numbered migrations: the position in this list is the schema version (PRAGMA user_version).
+MIGRATIONS = [
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO meta VALUES ('generation', '0');
+    CREATE TABLE batches (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, batch_id TEXT NOT NULL UNIQUE, label TEXT NOT NULL,
+        started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL,
+        added INTEGER NOT NULL, replaced INTEGER NOT NULL, unchanged INTEGER NOT NULL,
+        dead_letters INTEGER NOT NULL);
+    CREATE TABLE records (
+        rowid INTEGER PRIMARY KEY, record_id TEXT NOT NULL, doc_id TEXT NOT NULL, doc_hash TEXT NOT NULL,
+        chunk_index INTEGER NOT NULL, source TEXT NOT NULL, title TEXT NOT NULL, heading TEXT NOT NULL,
+        text TEXT NOT NULL, citation_anchor TEXT, span_start INTEGER NOT NULL, span_end INTEGER NOT NULL,
+        content_hash TEXT NOT NULL, source_version TEXT, published_at TEXT, expires_at TEXT,
+        access_labels TEXT NOT NULL, citation_uri TEXT, authority_tier TEXT, evidence_family TEXT,
+        owner TEXT, superseded_by TEXT, batch_id TEXT NOT NULL, indexed_at TEXT NOT NULL,
+        retired_by TEXT, vector BLOB NOT NULL);
+    CREATE UNIQUE INDEX records_live_id ON records(record_id) WHERE retired_by IS NULL;
+    CREATE INDEX records_doc ON records(doc_id, retired_by);
+    CREATE INDEX records_batch ON records(batch_id);
+    CREATE INDEX records_retired ON records(retired_by);
+    CREATE VIRTUAL TABLE records_fts USING fts5(title, text, tokenize='porter unicode61 remove_diacritics 2');
+    CREATE TABLE dead_letters (
+        source TEXT PRIMARY KEY, reason TEXT NOT NULL, location TEXT NOT NULL, path TEXT NOT NULL,
+        batch_id TEXT NOT NULL, failed_at TEXT NOT NULL, attempts INTEGER NOT NULL);
+    """,
+]
+
+_CHUNK_COLUMNS = (
+    "record_id, doc_id, chunk_index, source, title, heading, text, citation_anchor, span_start, span_end, "
+    "content_hash, source_version, published_at, expires_at, access_labels, citation_uri, authority_tier, "
+    "evidence_family, owner, superseded_by, batch_id, indexed_at"
+)
+
+
+def _now() -> str:
+    return format_time(datetime.now(UTC)) or ""
+
+
+def _time(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _row_to_chunk(row: sqlite3.Row) -> Chunk:
+    provenance = Provenance(
+        source_version=row["source_version"], published_at=_time(row["published_at"]),
+        expires_at=_time(row["expires_at"]), access_labels=tuple(json.loads(row["access_labels"])),
+        citation_uri=row["citation_uri"], authority_tier=row["authority_tier"],
+        evidence_family=row["evidence_family"], owner=row["owner"], superseded_by=row["superseded_by"])
+    return Chunk(
+        record_id=row["record_id"], doc_id=row["doc_id"], chunk_index=row["chunk_index"], source=row["source"],
+        title=row["title"], text=row["text"], citation_anchor=row["citation_anchor"],
+        span_start=row["span_start"], span_end=row["span_end"], content_hash=row["content_hash"],
+        provenance=provenance, heading=row["heading"], batch_id=row["batch_id"],
+        indexed_at=_time(row["indexed_at"]))
+
+
+def _regexp(pattern: str, value: str | None) -> bool:
+    return value is not None and re.search(pattern, value) is not None
+
+
+class SqliteStore:
+    """`Store` on one SQLite file. Safe to share between threads (one connection behind a lock)."""
+
+    def __init__(self, directory: Path, *, title_weight: float = 1.0) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / INDEX_FILE
+        self.title_weight = title_weight
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._db.create_function("regexp", 2, _regexp, deterministic=True)
+        self._migrate()
+        self._dense: DenseIndex | None = None
+        self._dense_generation = -1
+
+    # ---- schema -----------------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise StoreError(f"{self.path} was written by a newer evidex (schema {version})")
+            for number in range(version, len(MIGRATIONS)):
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _statements(MIGRATIONS[number]):
+                        self._db.execute(statement)
+                    self._db.execute(f"PRAGMA user_version = {number + 1}")
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+
+    def _generation(self) -> int:
+        return int(self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+
+    def _bump_generation(self) -> None:
+        self._db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+
+    # ---- writes -------------------------------------------------------------------------------------
+    def commit_batch(self, batch: BatchWrite) -> BatchInfo:
+        started = _now()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                replaced = 0
+                for doc in batch.documents:
+                    old = [r[0] for r in self._db.execute(
+                        "SELECT rowid FROM records WHERE doc_id=? AND retired_by IS NULL", (doc.doc_id,))]
+                    if old:
+                        replaced += 1
+                        self._retire(old, batch.batch_id)
+                    for chunk, vector in zip(doc.chunks, doc.vectors, strict=True):
+                        self._insert(chunk, doc.doc_hash, batch.batch_id, vector)
+                for letter in batch.dead_letters:
+                    self._db.execute(
+                        "INSERT INTO dead_letters VALUES (?,?,?,?,?,?,1) ON CONFLICT(source) DO UPDATE SET "
+                        "reason=excluded.reason, location=excluded.location, path=excluded.path, "
+                        "batch_id=excluded.batch_id, failed_at=excluded.failed_at, attempts=attempts+1",
+                        (letter.source, letter.reason, letter.location, letter.path or letter.location,
+                         batch.batch_id, format_time(letter.failed_at)))
+                for source in batch.resolved_dead_letters:
+                    self._db.execute("DELETE FROM dead_letters WHERE source=?", (source,))
+                added = sum(len(d.chunks) for d in batch.documents)
+                self._db.execute(
+                    "INSERT INTO batches (batch_id, label, started_at, finished_at, status, added, replaced, "
+                    "unchanged, dead_letters) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (batch.batch_id, batch.label, started, _now(), "committed", added, replaced,
+                     batch.unchanged, len(batch.dead_letters)))
+                self._bump_generation()
+                self._db.execute("COMMIT")
+            except sqlite3.IntegrityError as exc:
+                self._db.execute("ROLLBACK")
+                raise StoreError(f"batch {batch.batch_id} conflicts with the index: {exc}") from None
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return self._batch(batch.batch_id)
+
+    def _retire(self, rowids: Sequence[int], batch_id: str) -> None:
+        for rowid in rowids:
+            self._db.execute("DELETE FROM records_fts WHERE rowid=?", (rowid,))
+            self._db.execute("UPDATE records SET retired_by=? WHERE rowid=?", (batch_id, rowid))
+
+    def _insert(self, chunk: Chunk, doc_hash: str, batch_id: str, vector: npt.NDArray[np.float32]) -> None:
+        p = chunk.provenance
+        cur = self._db.execute(
+            f"INSERT INTO records ({_CHUNK_COLUMNS}, doc_hash, vector) VALUES "
+            f"({', '.join('?' * 24)})",
+            (chunk.record_id, chunk.doc_id, chunk.chunk_index, chunk.source, chunk.title, chunk.heading,
+             chunk.text, chunk.citation_anchor, chunk.span_start, chunk.span_end, chunk.content_hash,
+             p.source_version, format_time(p.published_at), format_time(p.expires_at),
+             json.dumps(list(p.access_labels)), p.citation_uri, p.authority_tier, p.evidence_family, p.owner,
+             p.superseded_by, batch_id, format_time(chunk.indexed_at) or _now(), doc_hash,
+             np.asarray(vector, dtype=np.float32).tobytes()))
+        self._db.execute("INSERT INTO records_fts (rowid, title, text) VALUES (?,?,?)",
+                         (cur.lastrowid, chunk.title, chunk.text))
+
+    def rollback(self, batch_id: str | None = None) -> BatchInfo:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if batch_id is None:
+                    row = self._db.execute(
+                        "SELECT batch_id FROM batches WHERE status='committed' ORDER BY seq DESC LIMIT 1"
+                    ).fetchone()
+                    if row is None:
+                        raise StoreError("nothing to roll back: no committed batch")
+                    batch_id = str(row[0])
+                status = self._db.execute("SELECT status FROM batches WHERE batch_id=?", (batch_id,)).fetchone()
+                if status is None:
+                    raise StoreError(f"unknown batch {batch_id!r}")
+                if status[0] != "committed":
+                    raise StoreError(f"batch {batch_id!r} is already {status[0]}")
+                later = self._db.execute(
+                    "SELECT DISTINCT retired_by FROM records WHERE batch_id=? AND retired_by IS NOT NULL",
+                    (batch_id,)).fetchall()
+                if later:
+                    names = ", ".join(sorted(str(r[0]) for r in later))
+                    raise StoreError(f"batch {batch_id!r} cannot be rolled back alone: later batch(es) {names} "
+                                     "replaced its documents; roll those back first")
+                for (rowid,) in self._db.execute("SELECT rowid FROM records WHERE batch_id=?", (batch_id,)):
+                    self._db.execute("DELETE FROM records_fts WHERE rowid=?", (rowid,))
+                self._db.execute("DELETE FROM records WHERE batch_id=?", (batch_id,))
+                restored = self._db.execute(
+                    "SELECT rowid, title, text FROM records WHERE retired_by=?", (batch_id,)).fetchall()
+                for row in restored:
+                    self._db.execute("INSERT INTO records_fts (rowid, title, text) VALUES (?,?,?)",
+                                     (row["rowid"], row["title"], row["text"]))
+                self._db.execute("UPDATE records SET retired_by=NULL WHERE retired_by=?", (batch_id,))
+                self._db.execute("DELETE FROM dead_letters WHERE batch_id=?", (batch_id,))
+                self._db.execute("UPDATE batches SET status='rolled-back' WHERE batch_id=?", (batch_id,))
+                self._bump_generation()
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return self._batch(batch_id)
+
+    # ---- reads --------------------------------------------------------------------------------------
+    def document_hashes(self) -> dict[str, str]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT DISTINCT doc_id, doc_hash FROM records WHERE retired_by IS NULL").fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def get(self, record_ids: Sequence[str]) -> list[Chunk]:
+        found: dict[str, Chunk] = {}
+        ids = list(dict.fromkeys(record_ids))
+        with self._lock:
+            for i in range(0, len(ids), 500):
+                part = ids[i:i + 500]
+                rows = self._db.execute(
+                    f"SELECT {_CHUNK_COLUMNS} FROM records WHERE retired_by IS NULL AND record_id IN "
+                    f"({','.join('?' * len(part))})", part).fetchall()
+                found.update((r["record_id"], _row_to_chunk(r)) for r in rows)
+        return [found[i] for i in ids if i in found]
+
+    def all_chunks(self) -> list[Chunk]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM records WHERE retired_by IS NULL ORDER BY rowid").fetchall()
+        return [_row_to_chunk(r) for r in rows]
+
+    def search_dense(self, vector: npt.NDArray[np.float32], limit: int,
+                     filters: SearchFilters | None = None) -> list[ScoredId]:
+        return self._dense_index().search(vector, limit, filters)
+
+    def _dense_index(self) -> DenseIndex:
+        with self._lock:
+            generation = self._generation()
+            if self._dense is None or generation != self._dense_generation:
+                rows = self._db.execute(
+                    "SELECT record_id, doc_id, source, evidence_family, access_labels, published_at, "
+                    "expires_at, vector FROM records WHERE retired_by IS NULL ORDER BY rowid").fetchall()
+                self._dense = DenseIndex.from_rows(rows)
+                self._dense_generation = generation
+            return self._dense
+
+    def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None) -> list[ScoredId]:
+        match = fts_query(query)
+        if not match or limit <= 0:
+            return []
+        where, params = _filter_sql(filters)
+        sql = (f"SELECT r.record_id, bm25(records_fts, ?, 1.0) AS s FROM records_fts "
+               f"JOIN records r ON r.rowid = records_fts.rowid WHERE records_fts MATCH ? {where} "
+               f"ORDER BY s, r.rowid LIMIT ?")
+        with self._lock:
+            rows = self._db.execute(sql, (self.title_weight, match, *params, limit)).fetchall()
+        return [ScoredId(r[0], -float(r[1])) for r in rows]
+
+    def batches(self) -> list[BatchInfo]:
+        with self._lock:
+            ids = [r[0] for r in self._db.execute("SELECT batch_id FROM batches ORDER BY seq")]
+        return [self._batch(b) for b in ids]
+
+    def _batch(self, batch_id: str) -> BatchInfo:
+        with self._lock:
+            r = self._db.execute("SELECT * FROM batches WHERE batch_id=?", (batch_id,)).fetchone()
+        if r is None:
+            raise StoreError(f"unknown batch {batch_id!r}")
+        return BatchInfo(batch_id=r["batch_id"], started_at=_time(r["started_at"]) or datetime.now(UTC),
+                         finished_at=_time(r["finished_at"]), status=r["status"], added=r["added"],
+                         replaced=r["replaced"], unchanged=r["unchanged"], dead_letters=r["dead_letters"],
+                         label=r["label"])
+
+    def dead_letters(self) -> list[DeadLetter]:
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM dead_letters ORDER BY source").fetchall()
+        return [DeadLetter(source=r["source"], reason=r["reason"], batch_id=r["batch_id"],
+                           failed_at=_time(r["failed_at"]) or datetime.now(UTC), location=r["location"],
+                           attempts=r["attempts"], path=r["path"]) for r in rows]
+
+    def dead_letter_paths(self) -> dict[str, str]:
+        with self._lock:
+            return {r[0]: r[1] for r in self._db.execute("SELECT source, path FROM dead_letters")}
+
+    def snapshot_id(self) -> str:
+        with self._lock:
+            generation = self._generation()
+            last = self._db.execute(
+                "SELECT batch_id FROM batches WHERE status='committed' ORDER BY seq DESC LIMIT 1").fetchone()
+        return f"g{generation}-{last[0] if last else 'empty'}"
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            one = self._db.execute
+            return {
+                "backend": "sqlite",
+                "path": str(self.path),
+                "snapshot_id": self.snapshot_id(),
+                "documents": one("SELECT COUNT(DISTINCT doc_id) FROM records WHERE retired_by IS NULL"
+                                 ).fetchone()[0],
+                "chunks": one("SELECT COUNT(*) FROM records WHERE retired_by IS NULL").fetchone()[0],
+                "retired_chunks": one("SELECT COUNT(*) FROM records WHERE retired_by IS NOT NULL").fetchone()[0],
+                "batches": one("SELECT COUNT(*) FROM batches WHERE status='committed'").fetchone()[0],
+                "dead_letters": one("SELECT COUNT(*) FROM dead_letters").fetchone()[0],
+                "families": dict(one("SELECT COALESCE(evidence_family, '-'), COUNT(*) FROM records WHERE "
+                                     "retired_by IS NULL GROUP BY 1 ORDER BY 1").fetchall()),
+            }
+
+    def check_integrity(self) -> list[str]:
+        """Problems found (empty when consistent): SQLite's own check plus FTS and live-record invariants."""
+        problems = []
+        with self._lock:
+            result = self._db.execute("PRAGMA integrity_check").fetchone()[0]
+            if result != "ok":
+                problems.append(f"sqlite integrity_check: {result}")
+            live = self._db.execute("SELECT COUNT(*) FROM records WHERE retired_by IS NULL").fetchone()[0]
+            fts = self._db.execute("SELECT COUNT(*) FROM records_fts").fetchone()[0]
+            if live != fts:
+                problems.append(f"{live} live records but {fts} full-text rows")
+            orphan = self._db.execute(
+                "SELECT COUNT(*) FROM records r LEFT JOIN batches b ON b.batch_id = r.batch_id "
+                "WHERE b.batch_id IS NULL OR b.status != 'committed'").fetchone()[0]
+            if orphan:
+                problems.append(f"{orphan} records belong to no committed batch")
+        return problems
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
+    if filters is None or filters.is_empty():
+        return "", []
+    clauses: list[str] = []
+    params: list[Any] = []
+    if filters.access_labels is not None:
+        marks = ",".join("?" * len(filters.access_labels)) or "NULL"
+        clauses.append(f"EXISTS (SELECT 1 FROM json_each(r.access_labels) j WHERE j.value IN ({marks}))")
+        params.extend(filters.access_labels)
+    if filters.valid_at is not None:
+        at = format_time(filters.valid_at)
+        clauses.append("(r.published_at IS NULL OR r.published_at <= ?) AND (r.expires_at IS NULL OR "
+                       "r.expires_at > ?)")
+        params.extend([at, at])
+    if filters.families is not None:
+        clauses.append(f"r.evidence_family IN ({','.join('?' * len(filters.families)) or 'NULL'})")
+        params.extend(filters.families)
+    if filters.doc_ids is not None:
+        clauses.append(f"r.doc_id IN ({','.join('?' * len(filters.doc_ids)) or 'NULL'})")
+        params.extend(filters.doc_ids)
+    if filters.source_pattern is not None:
+        clauses.append("regexp(?, r.source)")
+        params.append(filters.source_pattern)
+    return "AND " + " AND ".join(clauses), params

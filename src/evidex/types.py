@@ -1,0 +1,178 @@
+"""Frozen data types shared by every stage. This module imports nothing from evidex."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+class FusionMode(enum.Enum):
+    RRF = "rrf"
+    WEIGHTED = "weighted"
+
+    @classmethod
+    def from_str(cls, value: str) -> FusionMode:
+        try:
+            return cls(value.lower())
+        except ValueError:
+            choices = ", ".join(m.value for m in cls)
+            raise ValueError(f"unknown fusion mode {value!r}; choose one of: {choices}") from None
+
+
+class RetrievalMode(enum.Enum):
+    BM25 = "bm25"
+    DENSE = "dense"
+    HYBRID = "hybrid"
+
+    @classmethod
+    def from_str(cls, value: str) -> RetrievalMode:
+        try:
+            return cls(value.lower())
+        except ValueError:
+            choices = ", ".join(m.value for m in cls)
+            raise ValueError(f"unknown retrieval mode {value!r}; choose one of: {choices}") from None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a document comes from and when and to whom it is valid. Every chunk inherits it."""
+
+    source_version: str | None = None
+    published_at: datetime | None = None
+    expires_at: datetime | None = None
+    access_labels: tuple[str, ...] = ()
+    citation_uri: str | None = None
+    authority_tier: str | None = None
+    evidence_family: str | None = None
+    owner: str | None = None
+    superseded_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Document:
+    """One loaded source document, before chunking."""
+
+    doc_id: str
+    source: str
+    title: str
+    text: str
+    provenance: Provenance = field(default_factory=Provenance)
+    fmt: str = "text"  # markdown | text (html is converted to markdown when loaded)
+    body_start: int = 0  # where the body starts in `text` (after front matter)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One indexed record: a span of a document with the document's provenance."""
+
+    record_id: str
+    doc_id: str
+    chunk_index: int
+    source: str
+    title: str
+    text: str
+    citation_anchor: str | None
+    span_start: int
+    span_end: int
+    content_hash: str
+    provenance: Provenance
+    heading: str = ""
+    batch_id: str = ""
+    indexed_at: datetime | None = None
+
+    @property
+    def evidence_family(self) -> str | None:
+        return self.provenance.evidence_family
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Filters every store applies before ranking. None means: do not filter on this."""
+
+    access_labels: tuple[str, ...] | None = None  # keep chunks carrying any of these labels
+    valid_at: datetime | None = None  # keep chunks published at/before and not expired at this instant
+    families: tuple[str, ...] | None = None  # keep chunks whose evidence_family is one of these
+    source_pattern: str | None = None  # Python regex, re.search over chunk.source
+    doc_ids: tuple[str, ...] | None = None  # keep chunks of these documents
+
+    def is_empty(self) -> bool:
+        return all(
+            v is None
+            for v in (self.access_labels, self.valid_at, self.families, self.source_pattern, self.doc_ids)
+        )
+
+
+@dataclass(frozen=True)
+class ScoredId:
+    """A store hit: a record id with the raw score of one retriever (higher is better)."""
+
+    record_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A chunk with the scores that placed it."""
+
+    chunk: Chunk
+    score: float
+    dense_score: float | None = None
+    sparse_score: float | None = None
+    dense_rank: int | None = None
+    sparse_rank: int | None = None
+    scores: tuple[tuple[str, float], ...] = ()  # named extra scores (rerank features), in order
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    batch_id: str
+    started_at: datetime
+    finished_at: datetime | None
+    status: str  # committed | rolled-back
+    added: int
+    replaced: int
+    unchanged: int
+    dead_letters: int
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    source: str
+    reason: str
+    batch_id: str
+    failed_at: datetime
+    location: str = ""  # file path and line, where known
+    attempts: int = 1
+    path: str = ""  # what a retry loads again (a file, or FILE:LINE of a JSONL corpus)
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    batch_id: str
+    documents: int
+    added_chunks: int
+    replaced_documents: int
+    unchanged_documents: int
+    empty_documents: int  # loaded fine but had no body text (e.g. a section index with front matter only)
+    dead_letters: tuple[DeadLetter, ...]
+    embedded: int  # chunks whose vectors were computed (not served by the cache)
+    cached: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch_id": self.batch_id,
+            "documents": self.documents,
+            "added_chunks": self.added_chunks,
+            "replaced_documents": self.replaced_documents,
+            "unchanged_documents": self.unchanged_documents,
+            "empty_documents": self.empty_documents,
+            "dead_letters": [{"source": d.source, "reason": d.reason, "location": d.location}
+                             for d in self.dead_letters],
+            "embedded": self.embedded,
+            "cached": self.cached,
+            "seconds": round(self.seconds, 3),
+        }
