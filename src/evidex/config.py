@@ -60,9 +60,59 @@ class RetrievalConfig:
 
 
 @dataclass(frozen=True)
+class EvidenceConfig:
+    pool_size: int = 60  # fused candidates that go on to reranking
+    wide_limit: int = 50  # hits of one rescue search
+    min_matches: int = 1  # a required family with fewer candidates than this is rescued
+    max_per_doc: int = 1  # chunks of one document in the top-k before the cap is lifted (0 = no cap)
+    max_aspects: int = 6  # obligations an automatic plan may create
+    w_cross_encoder: float = 0.4
+    w_retrieval: float = 0.3
+    w_lexical: float = 0.3
+    w_title: float = 0.15
+    w_linked: float = 0.3
+    bridge_from_top: int = 3  # candidates whose named entities are followed (0 = no bridging)
+    bridge_max_searches: int = 6  # title look-ups of all hops together
+    bridge_hops: int = 1
+    exact_token_bonus: float = 0.1
+    cross_encoder_dir: str = ""  # a local sentence-transformers or ONNX cross-encoder; empty = none
+    cross_encoder_top_n: int = 30
+    grade_correct: float = 0.55
+    grade_incorrect: float = 0.15
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    rules: str = "access,freshness,citation"  # comma-separated; unknown names are errors
+    visibility: str = "reasons-except-access"  # reasons-except-access | counts-only | all-reasons
+    default_principal: str = "anonymous"
+    default_labels: str = ""  # comma-separated labels of the default principal (CLI / MCP stdio)
+    audit_log: str = "audit.jsonl"  # relative to the index directory; empty = off
+
+
+@dataclass(frozen=True)
 class FamilyRule:
     pattern: str  # Python regex over the chunk's source
     name: str
+
+
+@dataclass(frozen=True)
+class ShapeFamily:
+    name: str
+    rescue_query: str
+    label: str | None = None
+    source_regex: str | None = None
+
+
+@dataclass(frozen=True)
+class ShapeRule:
+    """[[shapes]]: a question shape as data. Detectors (keywords, patterns) -> required families."""
+
+    name: str
+    families: tuple[ShapeFamily, ...]
+    keywords: tuple[str, ...] = ()
+    min_keywords: int = 2
+    patterns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,7 +121,10 @@ class Config:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
     families: tuple[FamilyRule, ...] = ()
+    shapes: tuple[ShapeRule, ...] = ()
     root: str = "."  # directory relative paths resolve against (where the config file lives)
 
     @property
@@ -99,6 +152,15 @@ class Config:
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
+    def index_hash(self) -> str:
+        """Hash of what shapes the index itself (chunking, embedding model, family rules, backend): two
+        configurations with the same index hash can share one built index."""
+        data = self.to_dict()
+        keep = {"chunking": data["chunking"], "families": data["families"], "backend": data["index"]["backend"],
+                "embedding": {k: data["embedding"][k] for k in ("backend", "model_dir")}}
+        canonical = json.dumps(keep, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
     def replace(self, **sections: Any) -> Config:
         """A copy with whole sections or nested keys replaced: replace(retrieval={"fusion": "rrf"})."""
         updates: dict[str, Any] = {}
@@ -116,6 +178,8 @@ _SECTIONS: dict[str, type[Any]] = {
     "embedding": EmbeddingConfig,
     "chunking": ChunkingConfig,
     "retrieval": RetrievalConfig,
+    "evidence": EvidenceConfig,
+    "gate": GateConfig,
 }
 
 
@@ -189,6 +253,15 @@ def _validate(name: str, section: Any) -> None:
             raise ConfigError(f"config key 'embedding.backend': {section.backend!r} is not one of onnx, torch")
         if section.batch_size < 1:
             raise ConfigError("config key 'embedding.batch_size' must be >= 1")
+    if isinstance(section, GateConfig):
+        from evidex.admission.gate import GatePolicy  # validation lives with the gate's own names
+
+        GatePolicy.from_config(section.rules, section.visibility)
+    if isinstance(section, EvidenceConfig):
+        if section.grade_incorrect > section.grade_correct:
+            raise ConfigError("config keys 'evidence.grade_incorrect' must be <= 'evidence.grade_correct'")
+        if min(section.pool_size, section.wide_limit, section.max_aspects + 1) < 1:
+            raise ConfigError("config keys 'evidence.pool_size' and 'evidence.wide_limit' must be >= 1")
     if isinstance(section, IndexConfig) and section.backend not in {"sqlite", "milvus"}:
         raise ConfigError(f"config key 'index.backend': {section.backend!r} is not one of sqlite, milvus")
 
@@ -226,10 +299,10 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
         root = path.parent
-    unknown = set(raw) - set(_SECTIONS) - {"families"}
+    unknown = set(raw) - set(_SECTIONS) - {"families", "shapes"}
     if unknown:
         raise ConfigError(f"{where}: unknown config section(s) {sorted(unknown)}; valid: "
-                          f"{sorted([*_SECTIONS, 'families'])}")
+                          f"{sorted([*_SECTIONS, 'families', 'shapes'])}")
     sections: dict[str, dict[str, Any]] = {name: dict(raw.get(name, {})) for name in _SECTIONS}
     for key, value in env.items():
         if not key.startswith(ENV_PREFIX) or key == "EVIDEX_CONFIG":
@@ -239,4 +312,37 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
         if section in sections and name:
             sections[section][name] = value
     built = {name: _build_section(name, cls, sections[name]) for name, cls in _SECTIONS.items()}
-    return Config(**built, families=_family_rules(raw.get("families", []), where), root=str(root))
+    return Config(**built, families=_family_rules(raw.get("families", []), where),
+                  shapes=_shape_rules(raw.get("shapes", []), where), root=str(root))
+
+
+def _shape_rules(raw: Any, where: str) -> tuple[ShapeRule, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: 'shapes' must be an array of tables [[shapes]]")
+    shapes = []
+    for i, item in enumerate(raw):
+        key = f"shapes[{i}]"
+        if not isinstance(item, dict):
+            raise ConfigError(f"{where}: {key} must be a table")
+        unknown = set(item) - {"name", "keywords", "min_keywords", "patterns", "families"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)} in {key}")
+        if not isinstance(item.get("name"), str) or not isinstance(item.get("families"), list):
+            raise ConfigError(f"{where}: {key} needs 'name' and a 'families' array")
+        for p in item.get("patterns", []):
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ConfigError(f"{where}: {key}.patterns: invalid regex {p!r}: {exc}") from None
+        fams = []
+        for j, f in enumerate(item["families"]):
+            fkey = f"{key}.families[{j}]"
+            if not isinstance(f, dict) or not isinstance(f.get("name"), str) or \
+                    not isinstance(f.get("rescue_query"), str) or not (f.get("label") or f.get("source_regex")):
+                raise ConfigError(f"{where}: {fkey} needs 'name', 'rescue_query' and 'label' or 'source_regex'")
+            fams.append(ShapeFamily(f["name"], f["rescue_query"], f.get("label"), f.get("source_regex")))
+        shapes.append(ShapeRule(name=item["name"], families=tuple(fams),
+                                keywords=tuple(item.get("keywords", ())),
+                                min_keywords=int(item.get("min_keywords", 2)),
+                                patterns=tuple(item.get("patterns", ()))))
+    return tuple(shapes)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from evidex.admission.gate import AdmissionGate, GatePolicy
 from evidex.config import Config
 from evidex.embedding.cache import EmbeddingCache
 from evidex.embedding.protocol import Embedder
@@ -17,6 +18,7 @@ from evidex.errors import BackendUnavailable, ConfigError
 from evidex.ingest.loaders import LoadFailure, iter_documents, load_file, read_jsonl_line
 from evidex.ingest.provenance import load_overlay
 from evidex.ingest.run import FamilyRules, Progress, ingest
+from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search, shapes_from_config
 from evidex.retrieval.hybrid import retrieve
 from evidex.stores.protocol import Store
 from evidex.stores.sqlite import SqliteStore
@@ -35,6 +37,15 @@ def open_store(config: Config) -> Store:
     raise ConfigError(f"config key 'index.backend': unknown backend {config.index.backend!r}")
 
 
+def configured_embedder(config: Config) -> Embedder:
+    """The embedder `config` names (built from the packaged model on first use; no download)."""
+    from evidex.embedding import default_model_dir, load_embedder
+
+    e = config.embedding
+    model_dir = Path(e.model_dir).expanduser() if e.model_dir else default_model_dir()
+    return load_embedder(e.backend, model_dir, config.cache_dir, e.threads or None)
+
+
 class Engine:
     """One index, one configuration. Thread-safe for concurrent searches."""
 
@@ -44,6 +55,7 @@ class Engine:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._cache: EmbeddingCache | None = None
+        self._parts: PipelineParts | None = None
 
     @classmethod
     def open(cls, config: Config | None = None, *, embedder: Embedder | None = None,
@@ -57,11 +69,7 @@ class Engine:
         """Loaded on first use: stats, BM25 search and rollback never pay for the model."""
         with self._embedder_lock:
             if self._embedder is None:
-                from evidex.embedding import default_model_dir, load_embedder
-
-                e = self.config.embedding
-                model_dir = Path(e.model_dir).expanduser() if e.model_dir else default_model_dir()
-                self._embedder = load_embedder(e.backend, model_dir, self.config.cache_dir, e.threads or None)
+                self._embedder = configured_embedder(self.config)
             return self._embedder
 
     @property
@@ -103,6 +111,17 @@ class Engine:
         """Ranked chunks (plain hybrid retrieval, no gate): the building block of the full pipeline."""
         return retrieve(self.store, self.encode_query, query, mode=mode, limit=k,
                         settings=self.config.retrieval, filters=filters)
+
+    def pipeline_parts(self) -> PipelineParts:
+        if self._parts is None:
+            gate = AdmissionGate(GatePolicy.from_config(self.config.gate.rules, self.config.gate.visibility))
+            self._parts = PipelineParts(store=self.store, encode=self.encode_query, config=self.config, gate=gate,
+                                        shapes=shapes_from_config(self.config))
+        return self._parts
+
+    def run(self, request: SearchRequest) -> SearchOutcome:
+        """The full evidence pipeline for one request (see `evidex.pipeline`)."""
+        return run_search(self.pipeline_parts(), request)
 
     # ---- operations ---------------------------------------------------------------------------------
     def rollback(self, batch_id: str | None = None) -> BatchInfo:

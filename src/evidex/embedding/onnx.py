@@ -1,14 +1,20 @@
 """ONNX Runtime embedder over an export made by :func:`evidex.embedding.onnx_export.export_onnx_int8`.
 
-Needs only onnxruntime, tokenizers and numpy: no torch at run time. Queries run on a session
-pinned to one thread (a few ms, unaffected by other load); documents on a session using `threads`.
+Needs only onnxruntime, tokenizers and numpy: no torch at run time.
+
+Every text is one inference of batch size 1 on a session pinned to one intra-op thread. The int8
+model quantizes activations per tensor at run time, so a batched text's vector would depend on the
+other texts (and padding) in its batch; one text per run keeps vectors reproducible, needs no
+padding, and measured faster on CPU than padded batches. embed_query therefore takes a few ms and
+is not slowed by other load, and embed_documents runs `threads` such inferences in parallel
+(onnxruntime releases the GIL), longest texts first.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +32,15 @@ from evidex.errors import BackendUnavailable, EmbeddingError
 
 
 class OnnxEmbedder:
-    """Mean-pooled, L2-normalised sentence embeddings from an int8 ONNX transformer."""
+    """Mean-pooled, L2-normalised sentence embeddings from an int8 ONNX transformer.
+
+    threads: parallel inferences in embed_documents (default: all cores). batch_size: texts
+    tokenized and scheduled together (bounds memory on huge inputs); each still runs alone.
+    """
 
     def __init__(self, onnx_dir: Path, threads: int | None = None, batch_size: int = 32) -> None:
         try:
-            import onnxruntime
+            import onnxruntime  # type: ignore[import-untyped,unused-ignore]
             import tokenizers
         except ImportError as exc:
             raise BackendUnavailable(
@@ -42,19 +52,16 @@ class OnnxEmbedder:
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1 or None, got {threads}")
         self._dir = Path(onnx_dir)
-        self._manifest = _load_manifest(self._dir)
-        self._ort: Any = onnxruntime
+        manifest = _load_manifest(self._dir)
         self._threads = threads or os.cpu_count() or 1
         self._batch_size = batch_size
-        self._max_len = int(self._manifest.get("max_seq_length", 256))
-        self._tokenizer, self._pad_id = _load_tokenizer(tokenizers, self._dir / TOKENIZER_FILE, self._max_len)
-        self._query_session = self._session(1)
-        self._doc_session: Any = None
-        self._doc_lock = threading.Lock()
-        self._input_names = [i.name for i in self._query_session.get_inputs()]
-        self._dim = _output_dim(self._query_session, self._manifest)
-        sha = str(self._manifest.get("source_weights_sha256", ""))
-        self._fingerprint = f"onnx-int8:{sha[:12]}:v{self._manifest['format_version']}"
+        max_len = int(manifest.get("max_seq_length", 256))
+        self._tokenizer = _load_tokenizer(tokenizers, self._dir / TOKENIZER_FILE, max_len)
+        self._session = _single_thread_session(onnxruntime, self._dir / MODEL_FILE)
+        self._input_names = [i.name for i in self._session.get_inputs()]
+        self._dim = _output_dim(self._session, manifest)
+        sha = str(manifest.get("source_weights_sha256", ""))
+        self._fingerprint = f"onnx-int8:{sha[:12]}:v{manifest['format_version']}"
 
     @property
     def fingerprint(self) -> str:
@@ -65,60 +72,63 @@ class OnnxEmbedder:
         return self._dim
 
     def embed_query(self, text: str) -> Vectors:
-        """(dim,) unit vector, computed on the single-thread session."""
-        ids = [self._tokenizer.encode(text).ids]
-        return self._run(self._query_session, ids)[0]
+        """(dim,) unit vector: one single-threaded inference."""
+        return self._embed_ids(self._tokenizer.encode(text).ids)
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        """(len(texts), dim) unit vectors; batches texts of similar length to limit padding."""
+        """(len(texts), dim) unit vectors, in input order; row i equals embed_query(texts[i])."""
         if isinstance(texts, str):
             raise TypeError("embed_documents takes a sequence of strings, not a single string")
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
-        if not texts:
+        workers = min(self._threads, len(texts))
+        if workers <= 1:
+            for index, ids in self._tokenized(texts):
+                out[index] = self._embed_ids(ids)
             return out
-        encoded = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        session = self._documents_session()
-        for start in range(0, len(order), self._batch_size):
-            idx = order[start : start + self._batch_size]
-            out[idx] = self._run(session, [encoded[i] for i in idx])
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evidex-onnx") as pool:
+            pending: list[tuple[int, Future[Vectors]]] = []
+            try:
+                for index, ids in self._tokenized(texts):  # tokenizing overlaps with inference
+                    pending.append((index, pool.submit(self._embed_ids, ids)))
+                for index, future in pending:
+                    out[index] = future.result()
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
         return out
 
-    def _documents_session(self) -> Any:
-        with self._doc_lock:
-            if self._doc_session is None:
-                self._doc_session = self._session(self._threads)
-            return self._doc_session
+    def _tokenized(self, texts: Sequence[str]) -> Iterator[tuple[int, list[int]]]:
+        """(index, token ids), batch_size texts at a time, longest first within each batch."""
+        for start in range(0, len(texts), self._batch_size):
+            encoded = self._tokenizer.encode_batch(list(texts[start : start + self._batch_size]))
+            ids = [e.ids for e in encoded]
+            for i in sorted(range(len(ids)), key=lambda k: -len(ids[k])):
+                yield start + i, ids[i]
 
-    def _session(self, threads: int) -> Any:
-        ort = self._ort
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.log_severity_level = 3
-        try:
-            return ort.InferenceSession(
-                str(self._dir / MODEL_FILE), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
-            raise EmbeddingError(f"cannot load {self._dir / MODEL_FILE}: {exc}") from exc
-
-    def _run(self, session: Any, ids: list[list[int]]) -> Vectors:
-        """Pad to the longest sequence, run, mean-pool over the mask, L2-normalise."""
-        width = max(len(x) for x in ids)
-        input_ids = np.full((len(ids), width), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, seq in enumerate(ids):
-            input_ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1
+    def _embed_ids(self, ids: list[int]) -> Vectors:
+        input_ids = np.asarray([ids], dtype=np.int64)
+        mask = np.ones_like(input_ids)
         feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(mask)}
         try:
-            (hidden,) = session.run(["last_hidden_state"], {n: feeds[n] for n in self._input_names})
-        except Exception as exc:
+            (hidden,) = self._session.run(["last_hidden_state"], {n: feeds[n] for n in self._input_names})
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidArgument types
             raise EmbeddingError(f"ONNX inference failed: {exc}") from exc
-        return _mean_pool_normalise(np.asarray(hidden, dtype=np.float32), mask)
+        row: Vectors = _mean_pool_normalise(np.asarray(hidden, dtype=np.float32), mask)[0]
+        return row
+
+
+def _single_thread_session(ort: Any, model_path: Path) -> Any:
+    """One intra-op thread; concurrent run() calls on it are safe and each uses its caller's thread."""
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.log_severity_level = 3
+    try:
+        return ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+        raise EmbeddingError(f"cannot load {model_path}: {exc}") from exc
 
 
 def _mean_pool_normalise(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> Vectors:
@@ -126,7 +136,8 @@ def _mean_pool_normalise(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.i
     summed = (hidden * weights).sum(axis=1)
     pooled = summed / np.maximum(weights.sum(axis=1), 1e-9)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+    unit: Vectors = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+    return unit
 
 
 def _load_manifest(onnx_dir: Path) -> dict[str, Any]:
@@ -142,27 +153,15 @@ def _load_manifest(onnx_dir: Path) -> dict[str, Any]:
     return manifest
 
 
-def _load_tokenizer(tokenizers: Any, path: Path, max_len: int) -> tuple[Any, int]:
-    """The tokenizer, truncating to max_len and not padding (done per batch), and its pad id."""
+def _load_tokenizer(tokenizers: Any, path: Path, max_len: int) -> Any:
+    """The tokenizer, truncating to max_len and never padding (each text runs alone)."""
     try:
         tok = tokenizers.Tokenizer.from_file(str(path))
     except Exception as exc:
         raise EmbeddingError(f"cannot load tokenizer {path}: {exc}") from exc
-    pad_id = _pad_id(tok)
     tok.enable_truncation(max_length=max_len)
     tok.no_padding()
-    return tok, pad_id
-
-
-def _pad_id(tokenizer: Any) -> int:
-    padding = tokenizer.padding
-    if padding and "pad_id" in padding:
-        return int(padding["pad_id"])
-    for token in ("[PAD]", "<pad>"):
-        found = tokenizer.token_to_id(token)
-        if found is not None:
-            return int(found)
-    return 0
+    return tok
 
 
 def _output_dim(session: Any, manifest: dict[str, Any]) -> int:

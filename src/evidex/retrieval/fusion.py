@@ -12,6 +12,7 @@ is deterministic and independent of the order lists arrive in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,13 +64,14 @@ def fuse(lists: Sequence[Sequence[ScoredId]], weights: Sequence[float], mode: Fu
             ranks.setdefault(hit.record_id, [None] * n)[i] = rank
             raw.setdefault(hit.record_id, [None] * n)[i] = hit.score
             norm.setdefault(hit.record_id, [0.0] * n)[i] = value
-    total = sum(weights)
+    total = math.fsum(weights)  # fsum: exact, so the order of the lists cannot change a score
     fused = []
     for record_id, id_ranks in ranks.items():
         if mode is FusionMode.RRF:
-            score = sum(w / (rrf_k + r) for w, r in zip(weights, id_ranks, strict=True) if r is not None)
+            score = math.fsum(w / (rrf_k + r) for w, r in zip(weights, id_ranks, strict=True)
+                              if r is not None)
         else:
-            score = sum(w * v for w, v in zip(weights, norm[record_id], strict=True)) / total
+            score = math.fsum(w * v for w, v in zip(weights, norm[record_id], strict=True)) / total
         fused.append(FusedHit(record_id, score, tuple(id_ranks), tuple(raw[record_id]), tuple(norm[record_id])))
     fused.sort(key=lambda h: (-h.score, h.record_id))
     return fused

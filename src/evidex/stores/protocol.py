@@ -58,8 +58,9 @@ class Store(Protocol):
         """Exact or approximate nearest neighbours by cosine, best first."""
         ...
 
-    def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None) -> list[ScoredId]:
-        """BM25 over title and text, best first (higher score is better)."""
+    def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None, *,
+                      title_only: bool = False) -> list[ScoredId]:
+        """BM25 over title and text (or the title alone), best first (higher score is better)."""
         ...
 
     def batches(self) -> list[BatchInfo]:

@@ -273,16 +273,26 @@ class SqliteStore:
                 self._dense_generation = generation
             return self._dense
 
-    def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None) -> list[ScoredId]:
+    def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None, *,
+                      title_only: bool = False) -> list[ScoredId]:
         match = fts_query(query)
         if not match or limit <= 0:
             return []
+        if title_only:
+            match = "{title} : (" + match + ")"
         where, params = _filter_sql(filters)
-        sql = (f"SELECT r.record_id, bm25(records_fts, ?, 1.0) AS s FROM records_fts "
-               f"JOIN records r ON r.rowid = records_fts.rowid WHERE records_fts MATCH ? {where} "
-               f"ORDER BY s, r.rowid LIMIT ?")
+        score = "bm25(records_fts, ?, 1.0)"
+        if not where:  # rank the full-text index alone, then fetch the few winners' ids
+            sql = (f"SELECT r.record_id, f.s FROM (SELECT rowid, {score} AS s FROM records_fts "
+                   f"WHERE records_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN records r ON r.rowid = f.rowid "
+                   f"ORDER BY f.s, f.rowid")
+            args: tuple[Any, ...] = (self.title_weight, match, limit)
+        else:
+            sql = (f"SELECT r.record_id, {score} AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
+                   f"WHERE records_fts MATCH ? {where} ORDER BY s, r.rowid LIMIT ?")
+            args = (self.title_weight, match, *params, limit)
         with self._lock:
-            rows = self._db.execute(sql, (self.title_weight, match, *params, limit)).fetchall()
+            rows = self._db.execute(sql, args).fetchall()
         return [ScoredId(r[0], -float(r[1])) for r in rows]
 
     def batches(self) -> list[BatchInfo]:

@@ -1,0 +1,132 @@
+"""Human verification records, kept apart from the gate, and the evidence status they lead to.
+
+Statuses stay separate and nothing infers a stronger one:
+
+    candidate-found     search found the record (it did not pass the gate, or was not evaluated)
+    citation-accepted   the record passed the admission gate
+    human-verified      it passed the gate AND a person confirmed a claim against its current source version
+
+A verification is bound to the `source_version` it was made against. When the source changes, earlier
+verifications stop counting (`for_record` drops them; `history` shows them with `is_current=False`).
+A record with no source version has no current verification: a claim checked against an unknown version
+cannot be shown to still hold.
+
+The log is its own small SQLite file; its schema changes are numbered migrations (`PRAGMA user_version`).
+"""
+
+from __future__ import annotations
+
+import enum
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+class EvidenceStatus(enum.Enum):
+    CANDIDATE_FOUND = "candidate-found"
+    CITATION_ACCEPTED = "citation-accepted"
+    HUMAN_VERIFIED = "human-verified"
+
+
+@dataclass(frozen=True)
+class Verification:
+    record_id: str
+    source_version: str
+    claim: str
+    verified_by: str
+    verified_at: datetime
+    is_current: bool
+
+
+def status_of(admitted: bool, verifications: Sequence[Verification]) -> EvidenceStatus:
+    """human-verified only if the record was admitted and a current verification exists."""
+    if not admitted:
+        return EvidenceStatus.CANDIDATE_FOUND
+    if any(v.is_current for v in verifications):
+        return EvidenceStatus.HUMAN_VERIFIED
+    return EvidenceStatus.CITATION_ACCEPTED
+
+
+_MIGRATIONS: tuple[str, ...] = (
+    # 1: the verifications table
+    """
+    CREATE TABLE verifications (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        record_id TEXT NOT NULL,
+        source_version TEXT NOT NULL,
+        claim TEXT NOT NULL,
+        verified_by TEXT NOT NULL,
+        verified_at TEXT NOT NULL
+    );
+    CREATE INDEX verifications_record ON verifications (record_id);
+    """,
+)
+
+
+class VerificationLog:
+    """Who verified which claim of which record, against which source version. One SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            _migrate(conn)
+
+    def record(self, record_id: str, source_version: str, claim: str, by: str, at: datetime) -> Verification:
+        for name, value in (("record_id", record_id), ("source_version", source_version),
+                            ("claim", claim), ("by", by)):
+            if not value or not value.strip():
+                raise ValueError(f"a verification needs a non-empty {name}")
+        if at.utcoffset() is None:
+            raise ValueError("verification time `at` must be timezone-aware")
+        at = at.astimezone(UTC)
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT INTO verifications (record_id, source_version, claim, verified_by, verified_at) "
+                "VALUES (?, ?, ?, ?, ?)", (record_id, source_version, claim, by, at.isoformat(timespec="microseconds")))
+        return Verification(record_id, source_version, claim, by, at, is_current=True)
+
+    def for_record(self, record_id: str, current_source_version: str | None, *,
+                   as_of: datetime | None = None) -> list[Verification]:
+        """The verifications that still count: made against the record's current source version.
+
+        `as_of` (pass the request's `retrieved_at`) ignores verifications recorded after that instant, so
+        replaying a request gives the same statuses.
+        """
+        return [v for v in self.history(record_id, current_source_version, as_of=as_of) if v.is_current]
+
+    def history(self, record_id: str, current_source_version: str | None, *,
+                as_of: datetime | None = None) -> list[Verification]:
+        """Every verification of the record, oldest first, with `is_current` against the given version."""
+        if as_of is not None and as_of.utcoffset() is None:
+            raise ValueError("`as_of` must be timezone-aware")
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT record_id, source_version, claim, verified_by, verified_at FROM verifications "
+                "WHERE record_id = ? ORDER BY verified_at, id", (record_id,)).fetchall()
+        found = [
+            Verification(rid, version, claim, by, datetime.fromisoformat(at),
+                         is_current=current_source_version is not None and version == current_source_version)
+            for rid, version, claim, by, at in rows
+        ]
+        return [v for v in found if as_of is None or v.verified_at <= as_of]
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """One connection per call, committed on success, always closed (the file is small)."""
+        with closing(sqlite3.connect(self.path)) as conn, conn:
+            yield conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Apply the migrations this file lacks, all in one transaction (concurrent openers wait)."""
+    conn.execute("BEGIN IMMEDIATE")
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    for number, script in enumerate(_MIGRATIONS[version:], start=version + 1):
+        for statement in (s.strip() for s in script.split(";")):
+            if statement:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")

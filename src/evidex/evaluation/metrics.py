@@ -1,0 +1,74 @@
+"""Ranking and evidence metrics. Each takes one question's ranked chunks; the runner averages."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from evidex.evaluation.datasets import Question
+from evidex.types import Chunk
+
+
+def family_recall(question: Question, chunks: Sequence[Chunk]) -> float:
+    if not question.families:
+        return 1.0
+    covered = sum(1 for f in question.families if any(f.matches(c) for c in chunks))
+    return covered / len(question.families)
+
+
+def doc_ranking(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """One entry per document, at its best chunk's position (document-level metrics)."""
+    seen: set[str] = set()
+    out = []
+    for c in chunks:
+        if c.doc_id not in seen:
+            seen.add(c.doc_id)
+            out.append(c)
+    return out
+
+
+def _relevant_total(question: Question) -> int | None:
+    if question.qrels:
+        return sum(1 for g in question.qrels.values() if g > 0)
+    if all(f.doc_ids and f.source_regex is None for f in question.families):
+        return len({d for f in question.families for d in f.doc_ids})
+    return None  # regex families: the number of relevant documents is open-ended
+
+
+def ndcg_at(question: Question, chunks: Sequence[Chunk], k: int = 10) -> float | None:
+    docs = doc_ranking(chunks)[:k]
+    gains = [question.is_relevant(c) for c in docs]
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    if question.qrels:
+        ideal = sorted(question.qrels.values(), reverse=True)[:k]
+    else:
+        total = _relevant_total(question)
+        if total is None:
+            total = max(sum(gains), len(question.families))
+        ideal = [1] * min(total, k)
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else None
+
+
+def recall_at(question: Question, chunks: Sequence[Chunk], k: int = 100) -> float | None:
+    total = _relevant_total(question)
+    if not total:
+        return None
+    found = {c.doc_id for c in doc_ranking(chunks)[:k] if question.is_relevant(c)}
+    return len(found) / total
+
+
+def reciprocal_rank(question: Question, chunks: Sequence[Chunk]) -> float:
+    for i, c in enumerate(doc_ranking(chunks), start=1):
+        if question.is_relevant(c):
+            return 1.0 / i
+    return 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]

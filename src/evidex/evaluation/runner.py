@@ -1,0 +1,163 @@
+"""`evidex eval`: build (or reuse) an index of a corpus, run each pipeline on each question, report.
+
+Indexes built here are cached under `<cache_dir>/eval/<key>` where the key covers the corpus files
+(path, size, mtime), the metadata overlay, the configuration hash and the embedder, so a second run
+re-embeds nothing and re-ingests nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evidex.config import Config
+from evidex.embedding.protocol import Embedder
+from evidex.engine import Engine, configured_embedder
+from evidex.evaluation import metrics
+from evidex.evaluation.datasets import Question
+from evidex.evidence.plan import EvidencePlan, RequiredFamily, explicit_plan
+from evidex.pipeline import SearchRequest
+from evidex.trace import StageSwitches
+from evidex.types import Chunk, RetrievalMode
+
+READY_MARKER = "READY"
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A pipeline's answer to one question: the context (first k) and the deeper ranking behind it."""
+
+    chunks: tuple[Chunk, ...]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+PipelineFn = Callable[[Engine, Question, int, str], Ranked]
+
+
+def _plain(mode: RetrievalMode) -> PipelineFn:
+    def run(engine: Engine, question: Question, k: int, plan: str) -> Ranked:
+        depth = max(k, 100) * 2  # deep enough for document-level recall@100
+        return Ranked(tuple(c.chunk for c in engine.search(question.text, k=depth, mode=mode)))
+
+    return run
+
+
+def oracle_plan(question: Question) -> EvidencePlan:
+    """The plan the questions file gives: its families with their rescue queries (and aspects)."""
+    families = [RequiredFamily(name=f.name, rescue_query=f.rescue_query or question.text,
+                               source_regex=f.source_regex, doc_ids=f.doc_ids) for f in question.families]
+    return explicit_plan(families, question.aspects)
+
+
+def _evidence(switches: StageSwitches) -> PipelineFn:
+    def run(engine: Engine, question: Question, k: int, plan: str) -> Ranked:
+        request = SearchRequest(query=question.text, k=k, switches=switches,
+                                plan=oracle_plan(question) if plan == "oracle" else None)
+        outcome = engine.run(request)
+        info = {"rescue_searches": sum(len(s.decisions.get("searches", [])) for s in outcome.trace.stages)}
+        return Ranked(tuple(c.chunk for c in outcome.ranked), info)
+
+    return run
+
+
+PIPELINES: dict[str, PipelineFn] = {
+    "bm25": _plain(RetrievalMode.BM25),
+    "dense": _plain(RetrievalMode.DENSE),
+    "hybrid": _plain(RetrievalMode.HYBRID),
+    "+rerank": _evidence(StageSwitches.only("rerank")),
+    "+rescue": _evidence(StageSwitches.only("rerank", "rescue")),
+    "+reserve": _evidence(StageSwitches.only("rerank", "rescue", "reserve")),
+    "+grade": _evidence(StageSwitches.only("rerank", "rescue", "reserve", "grade")),
+    "full": _evidence(StageSwitches()),
+}
+
+
+def register_pipeline(name: str, fn: PipelineFn) -> None:
+    PIPELINES[name] = fn
+
+
+def corpus_fingerprint(paths: Sequence[Path]) -> str:
+    h = hashlib.sha256()
+    for root in paths:
+        files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+        for p in files:
+            st = p.stat()
+            h.update(f"{p.resolve()}\x00{st.st_size}\x00{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | None, *,
+                     embedder: Embedder | None = None, progress: Any = None,
+                     log: Callable[[str], None] = lambda _: None) -> Engine:
+    """An engine over `corpus`, built once and then reused from the cache."""
+    embedder = embedder or configured_embedder(config)
+    fingerprint = embedder.fingerprint
+    key_parts = [corpus_fingerprint(corpus), corpus_fingerprint([metadata]) if metadata else "-",
+                 config.index_hash(), fingerprint]
+    key = hashlib.sha256("|".join(key_parts).encode()).hexdigest()[:16]
+    index_dir = config.cache_dir / "eval" / key
+    engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder)
+    if not (index_dir / READY_MARKER).exists():
+        log(f"building evaluation index in {index_dir}")
+        report = engine.ingest(list(corpus), metadata=metadata, label="eval", progress=progress)
+        log(f"ingested {report.documents} documents, {report.added_chunks} chunks "
+            f"({report.embedded} embedded) in {report.seconds:.1f} s")
+        (index_dir / READY_MARKER).write_text(json.dumps(report.to_dict()))
+    else:
+        log(f"reusing evaluation index {index_dir}")
+    return engine
+
+
+def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[str], *, k: int = 10,
+             plan: str = "auto", progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    unknown = [p for p in pipelines if p not in PIPELINES]
+    if unknown:
+        raise ValueError(f"unknown pipeline(s) {unknown}; choose from: {', '.join(PIPELINES)}")
+    if plan not in {"auto", "oracle"}:
+        raise ValueError(f"--plan must be auto or oracle, not {plan!r}")
+    report: dict[str, Any] = {"k": k, "plan": plan, "questions": len(questions),
+                              "snapshot_id": engine.store.snapshot_id(), "config_hash": engine.config.hash(),
+                              "pipelines": {}}
+    for name in pipelines:
+        fn = PIPELINES[name]
+        fn(engine, questions[0], k, plan) if questions else None  # warm-up (model load, caches)
+        rows = []
+        for i, q in enumerate(questions, start=1):
+            started = time.perf_counter()
+            ranked = fn(engine, q, k, plan)
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            rows.append((q, ranked, elapsed_ms))
+            if progress is not None:
+                progress(name, i, len(questions))
+        report["pipelines"][name] = summarize(rows, k)
+    return report
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.fmean(present), 4) if present else None
+
+
+def summarize(rows: Sequence[tuple[Question, Ranked, float]], k: int) -> dict[str, Any]:
+    recalls = [metrics.family_recall(q, r.chunks[:k]) for q, r, _ in rows]
+    latencies = [ms for _, _, ms in rows]
+    out: dict[str, Any] = {
+        "questions": len(rows),
+        "family_recall": _mean(recalls),
+        "all_found": _mean([1.0 if x == 1.0 else 0.0 for x in recalls]),
+        "ndcg@10": _mean([metrics.ndcg_at(q, r.chunks, 10) for q, r, _ in rows]),
+        "recall@100": _mean([metrics.recall_at(q, r.chunks, 100) for q, r, _ in rows]),
+        "mrr": _mean([metrics.reciprocal_rank(q, r.chunks) for q, r, _ in rows]),
+        "latency_ms": {"p50": round(metrics.percentile(latencies, 50), 2),
+                       "p95": round(metrics.percentile(latencies, 95), 2)},
+    }
+    extra_keys = sorted({key for _, r, _ in rows for key in r.info if isinstance(r.info[key], (int, float))})
+    for key in extra_keys:
+        out[key] = _mean([float(r.info[key]) for _, r, _ in rows if key in r.info])
+    return out

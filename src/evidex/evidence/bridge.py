@@ -1,0 +1,89 @@
+"""Bridging: the evidence a multi-hop question needs next is often named in the evidence found first
+("the woman who portrayed Corliss Archer" -> the page on Kiss and Tell names Shirley Temple).
+
+From the few best candidates, take the names they mention that the question does not, and look each
+up with one bounded sparse search over titles. A hit whose title is that name joins the pool as a linked
+candidate. At most `max_entities` searches per request; never a loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from evidex.evidence.plan import entity_spans, terms
+from evidex.stores.protocol import Store
+from evidex.types import Candidate, ScoredId
+
+
+@dataclass(frozen=True)
+class BridgeSearch:
+    entity: str
+    from_record: str
+    hits: int
+    linked: tuple[str, ...]  # record ids whose title is the entity
+    ms: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {"entity": self.entity, "from": self.from_record, "hits": self.hits, "linked": list(self.linked)}
+
+
+def bridge_entities(question: str, top: Sequence[Candidate], max_entities: int) -> list[tuple[str, str]]:
+    """(name, record id it came from): names in the top candidates that add something to the question."""
+    q_terms = set(terms(question))
+    seen: list[frozenset[str]] = []
+    out: list[tuple[str, str]] = []
+    for c in top:
+        own_title = frozenset(terms(c.chunk.title))
+        for name in entity_spans(c.chunk.text):
+            t = frozenset(terms(name))
+            if not t or t <= q_terms or t == own_title or any(t == s for s in seen):
+                continue
+            if len(t) == 1 and (len(name) < 4 or name.isdigit()):
+                continue
+            seen.append(t)
+            out.append((name, c.chunk.record_id))
+            if len(out) >= max_entities:
+                return out
+    return out
+
+
+def titled(candidate: Candidate, entity: str) -> bool:
+    """The candidate's title names the entity (ignoring a parenthesised qualifier such as '(film)')."""
+    title = candidate.chunk.title.split(" (")[0]
+    t, e = set(terms(title)), set(terms(entity))
+    return bool(t) and bool(e) and (t <= e or e <= t)
+
+
+def bridge(store: Store, question: str, ranked: Sequence[Candidate], *, from_top: int, max_entities: int,
+           limit: int, to_candidates: Callable[[list[ScoredId]], list[Candidate]], hops: int = 1
+           ) -> tuple[list[Candidate], list[BridgeSearch]]:
+    """Follow names from the best candidates (hop 1), then from what hop 1 linked (hop 2, ...).
+    `max_entities` bounds the searches of all hops together."""
+    have = {c.chunk.record_id for c in ranked}
+    added: list[Candidate] = []
+    searches: list[BridgeSearch] = []
+    sources = list(ranked[:from_top])
+    followed: set[str] = set()
+    per_hop = -(-max_entities // max(1, hops))
+    for _ in range(hops):
+        hop_budget = min(per_hop, max_entities - len(searches))
+        if hop_budget <= 0 or not sources:
+            break
+        names = [(e, src) for e, src in bridge_entities(question, sources, hop_budget + len(followed))
+                 if e.lower() not in followed][:hop_budget]
+        linked_now: list[Candidate] = []
+        for entity, source in names:
+            followed.add(entity.lower())
+            started = time.perf_counter()
+            hits = store.search_sparse(entity, limit, title_only=True)
+            linked = [c for c in to_candidates(hits) if titled(c, entity)]
+            fresh = [c for c in linked if c.chunk.record_id not in have]
+            have.update(c.chunk.record_id for c in fresh)
+            added.extend(fresh)
+            linked_now.extend(linked[:1])
+            searches.append(BridgeSearch(entity, source, len(hits), tuple(c.chunk.record_id for c in linked),
+                                         (time.perf_counter() - started) * 1000))
+        sources = linked_now
+    return added, searches

@@ -1,0 +1,96 @@
+"""CRAG-style grading of the selection: each chunk is correct, ambiguous or incorrect by its fused score.
+
+Noise (incorrect) is removed; a required family keeps its best validated chunk (see `supports`) even if
+that chunk scores low for the question as a whole, and a family with nothing validated is reported
+missing.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from evidex.evidence.plan import RequiredFamily, chunk_terms, terms
+from evidex.types import Candidate
+
+
+class Grade(enum.Enum):
+    CORRECT = "correct"
+    AMBIGUOUS = "ambiguous"
+    INCORRECT = "incorrect"
+
+
+@dataclass(frozen=True)
+class GradeThresholds:
+    correct: float = 0.55
+    incorrect: float = 0.25
+
+
+def grade_of(c: Candidate, t: GradeThresholds) -> Grade:
+    if c.score >= t.correct:
+        return Grade.CORRECT
+    if c.score < t.incorrect:
+        return Grade.INCORRECT
+    return Grade.AMBIGUOUS
+
+
+@dataclass(frozen=True)
+class Graded:
+    chunks: tuple[Candidate, ...]
+    grades: dict[str, Grade]  # record id -> grade, for the kept chunks
+    overall: Grade
+    removed: tuple[str, ...]
+    restored: tuple[str, ...]
+    missing_families: tuple[str, ...]
+
+
+def supports(c: Candidate, family: RequiredFamily, t: GradeThresholds) -> bool:
+    """Validated evidence for a family: a member that is not noise for the question, or one that answers
+    the family's own rescue query (its obligation) on at least a third of the query's terms."""
+    if not family.matches(c.chunk):
+        return False
+    if grade_of(c, t) is not Grade.INCORRECT:
+        return True
+    wanted = terms(family.rescue_query)
+    have, _ = chunk_terms(c.chunk)
+    return bool(wanted) and sum(1 for w in wanted if w in have) / len(wanted) >= 1 / 3
+
+
+def grade(selection: Sequence[Candidate], ranked: Sequence[Candidate], families: Sequence[RequiredFamily],
+          k: int, t: GradeThresholds) -> Graded:
+    """Remove noise from the selection; never lose a required family's validated evidence.
+
+    Removed slots are not refilled: CRAG's point is a shorter context with less noise."""
+    grades = {c.chunk.record_id: grade_of(c, t) for c in selection}
+    protected: set[str] = set()
+    restored: list[str] = []
+    missing: list[str] = []
+    for family in families:
+        own = [c for c in selection if supports(c, family, t)]
+        if own:
+            protected.add(own[0].chunk.record_id)
+            continue
+        best = next((c for c in ranked if supports(c, family, t)), None)
+        if best is None:
+            missing.append(family.name)
+        else:
+            protected.add(best.chunk.record_id)
+            restored.append(best.chunk.record_id)
+    kept = [c for c in selection
+            if grades[c.chunk.record_id] is not Grade.INCORRECT or c.chunk.record_id in protected]
+    removed = tuple(c.chunk.record_id for c in selection if c not in kept)
+    by_id = {c.chunk.record_id: c for c in ranked}
+    for record_id in restored:
+        if all(c.chunk.record_id != record_id for c in kept):
+            kept.append(by_id[record_id])
+    while len(kept) > k:  # a restored family displaces the weakest unprotected chunk
+        weakest = min((c for c in kept if c.chunk.record_id not in protected), key=lambda c: c.score, default=None)
+        if weakest is None:
+            break
+        kept.remove(weakest)
+    kept.sort(key=lambda c: (-c.score, c.chunk.record_id))
+    final = {c.chunk.record_id: grade_of(c, t) for c in kept}
+    values = set(final.values())
+    overall = Grade.CORRECT if Grade.CORRECT in values else Grade.AMBIGUOUS if values else Grade.INCORRECT
+    return Graded(tuple(kept), final, overall, removed, tuple(restored), tuple(missing))

@@ -1,0 +1,267 @@
+"""Evidence plans: which families of evidence a question needs, each with a rescue query.
+
+Three sources, recorded in the plan:
+- `caller`: an explicit plan passed with the request (the evaluation's oracle plan);
+- `shape:<name>`: a question shape declared as data in evidex.toml (keywords / patterns -> families);
+- `auto`: no shape matched, so the question is split into aspects (identifiers, named entities, key
+  phrases of its sub-questions) and each aspect becomes an obligation with its own rescue query.
+Unknown shapes never fail: a question with no usable aspect gets an empty plan and plain retrieval.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from evidex.retrieval.lexical import STOPWORDS
+from evidex.types import Chunk
+
+
+class PlanSource(enum.Enum):
+    CALLER = "caller"
+    SHAPE = "shape"
+    AUTO = "auto"
+    NONE = "none"
+
+
+def stem(token: str) -> str:
+    """A light English stemmer: enough to match plural and verb forms of aspect terms."""
+    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            return token[: len(token) - len(suffix)] + keep
+    return token
+
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+
+
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def terms(text: str) -> tuple[str, ...]:
+    """Distinct stemmed content terms of `text`, in order (possessive 's dropped)."""
+    words = (_POSSESSIVE.sub("", w.lower()) for w in _WORD.findall(text))
+    out = (stem(w) for w in words if w not in STOPWORDS)
+    return tuple(dict.fromkeys(t for t in out if t))
+
+
+_TERM_CACHE: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+_TERM_CACHE_MAX = 200_000
+
+
+def chunk_terms(chunk: Chunk) -> tuple[frozenset[str], frozenset[str]]:
+    """(terms of title + heading + text, terms of the title) of a chunk, cached by record id (a record id
+    changes whenever the text does)."""
+    cached = _TERM_CACHE.get(chunk.record_id)
+    if cached is None:
+        title = frozenset(terms(chunk.title))
+        cached = (frozenset(terms(f"{chunk.heading}\n{chunk.text}")) | title, title)
+        if len(_TERM_CACHE) >= _TERM_CACHE_MAX:
+            _TERM_CACHE.clear()
+        _TERM_CACHE[chunk.record_id] = cached
+    return cached
+
+
+@dataclass(frozen=True)
+class RequiredFamily:
+    """An evidence obligation. A chunk meets it by family label, source pattern, document id, or (for an
+    automatic aspect) by containing enough of the aspect's terms."""
+
+    name: str
+    rescue_query: str
+    label: str | None = None  # the chunk's stored evidence_family
+    source_regex: str | None = None
+    doc_ids: tuple[str, ...] = ()
+    aspect_terms: tuple[str, ...] = ()
+    min_term_share: float = 0.6
+
+    def matches(self, chunk: Chunk) -> bool:
+        return self.match_score(chunk) >= self.min_term_share
+
+    def match_score(self, chunk: Chunk) -> float:
+        """1.0 for a member by label, document or source; for an aspect, the share of its terms the
+        chunk contains (title terms count extra: a chunk titled by the aspect is about it)."""
+        if self.label is not None and chunk.provenance.evidence_family == self.label:
+            return 1.0
+        if self.doc_ids and chunk.doc_id in self.doc_ids:
+            return 1.0
+        if self.source_regex is not None and re.search(self.source_regex, chunk.source):
+            return 1.0
+        if not self.aspect_terms:
+            return 0.0
+        have, title = chunk_terms(chunk)
+        share = sum(1 for t in self.aspect_terms if t in have) / len(self.aspect_terms)
+        in_title = sum(1 for t in self.aspect_terms if t in title) / len(self.aspect_terms)
+        return share + 0.5 * in_title
+
+    @property
+    def is_store_filterable(self) -> bool:
+        return self.label is not None or self.source_regex is not None or bool(self.doc_ids)
+
+    def to_dict(self) -> dict[str, object]:
+        d: dict[str, object] = {"name": self.name, "rescue_query": self.rescue_query}
+        if self.label is not None:
+            d["label"] = self.label
+        if self.source_regex is not None:
+            d["source_regex"] = self.source_regex
+        if self.doc_ids:
+            d["doc_ids"] = list(self.doc_ids)
+        if self.aspect_terms:
+            d["aspect_terms"] = list(self.aspect_terms)
+        return d
+
+
+@dataclass(frozen=True)
+class EvidencePlan:
+    families: tuple[RequiredFamily, ...]
+    aspects: tuple[str, ...]
+    source: PlanSource
+    shape: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, object]:
+        return {"source": self.source.value, "shape": self.shape, "aspects": list(self.aspects),
+                "families": [f.to_dict() for f in self.families], "notes": list(self.notes)}
+
+
+# ---- automatic planning ----------------------------------------------------------------------------
+_CODE = re.compile(r"`([^`]{2,80})`")
+_QUOTED = re.compile(r"[\"“]([^\"”]{3,80})[\"”]")
+_IDENT = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]+|[a-z]+[A-Z]\w*|[A-Z]{2,}_[A-Z_0-9]+|\w+[._]\w+(?:[._]\w+)*)")
+_CONNECTORS = {"of", "and", "the", "de", "in", "on", "for", "la", "le", "von", "van", "der", "&", "du", "del"}
+_SPLIT = re.compile(r"\s*(?:[;?.]\s|[;?]$|,\s*(?:and|but|while|or)?\s*|\s+(?:and|or|but)\s+(?=(?:how|what|why|where|"
+                    r"when|which|who|should|can|do|does|is|are|make|let|stop)\b))\s*", re.I)
+_CAP_WORD = re.compile(r"^[A-Z0-9][\w'’./&-]*$")
+_QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was",
+                   "were", "do", "does", "did", "can", "could", "should", "would", "will", "in", "the", "a", "an",
+                   "i", "my", "if", "and", "or", "for", "to", "of", "on", "at", "by", "from", "as", "with"}
+
+
+def entity_spans(question: str) -> list[str]:
+    """Capitalised word runs (with inner connectors such as 'of', 'and'): the named entities."""
+    words = question.replace("?", " ").replace(",", " , ").split()
+    spans: list[list[str]] = []
+    current: list[str] = []
+    for i, w in enumerate(words):
+        clean = w.strip("()[]{}:;!\"“”'’")
+        capital = bool(clean) and bool(_CAP_WORD.match(clean))
+        sentence_start = i == 0 or words[i - 1].endswith((".", "?", "!"))
+        next_capital = i + 1 < len(words) and bool(_CAP_WORD.match(words[i + 1].strip("()[]{}:;!\"“”'’") or "x"))
+        special = clean[1:] != clean[1:].lower()  # acronym or camelCase: a name even at a sentence start
+        if capital and sentence_start and not current and not next_capital and not special:
+            capital = False
+        if capital and not (sentence_start and clean.lower() in _QUESTION_WORDS):
+            current.append(clean)
+        elif current and clean.lower() in _CONNECTORS and i + 1 < len(words) and \
+                _CAP_WORD.match(words[i + 1].strip("()[]{}:;!\"“”'’") or "x"):
+            current.append(clean)
+        else:
+            if current:
+                spans.append(current)
+            current = []
+    if current:
+        spans.append(current)
+    out = []
+    for span in spans:
+        while span and span[-1].lower() in _CONNECTORS:
+            span.pop()
+        if span:
+            span[-1] = _POSSESSIVE.sub("", span[-1])
+        text = " ".join(span)
+        if text and (len(span) > 1 or text.lower() not in _QUESTION_WORDS):
+            out.append(text)
+    return out
+
+
+def sub_questions(question: str) -> list[str]:
+    parts = [p.strip(" ,.") for p in _SPLIT.split(question) if p and p.strip(" ,.")]
+    return [p for p in parts if len(terms(p)) >= 2]
+
+
+def _split_conjoined(span: str) -> list[str]:
+    """'Local H and For Against' -> both names; 'Kiss and Tell' stays one title."""
+    parts = [p.strip() for p in re.split(r"\s+and\s+", span)]
+    if len(parts) > 1 and all(len(p.split()) >= 2 for p in parts):
+        return parts
+    return [span]
+
+
+def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
+    """Aspects from the question alone, most specific first: identifiers and quoted strings, multi-word
+    names, then sub-questions, then single-word names."""
+    identifiers: list[str] = []
+    for pattern in (_CODE, _QUOTED):
+        identifiers.extend(m.group(1).strip() for m in pattern.finditer(question))
+    plain = _QUOTED.sub(" ", _CODE.sub(" ", question))
+    identifiers.extend(m.group(1) for m in _IDENT.finditer(plain) if not m.group(1).replace(".", "").isdigit())
+    names = [part for span in entity_spans(plain) for part in _split_conjoined(span)]
+    multi = [n for n in names if len(n.split()) > 1]
+    single = [n for n in names if len(n.split()) == 1]
+    parts = sub_questions(plain)
+    clauses = parts if len(parts) > 1 else []
+    unique: list[str] = []
+    seen_terms: list[frozenset[str]] = []
+    for a in [*identifiers, *multi, *clauses, *single]:
+        t = frozenset(terms(a))
+        if not t or any(t <= s for s in seen_terms):  # nothing new: already an obligation
+            continue
+        unique.append(a)
+        seen_terms.append(t)
+    unique = unique[:max_aspects]
+    families = tuple(RequiredFamily(name=a, rescue_query=a, aspect_terms=terms(a)) for a in unique)
+    source = PlanSource.AUTO if families else PlanSource.NONE
+    return EvidencePlan(families=families, aspects=tuple(unique), source=source)
+
+
+def focus_plan(plan: EvidencePlan, aspect_focus: str | None) -> EvidencePlan:
+    """Steer a plan toward one aspect: it becomes the first obligation (added if it was not there)."""
+    if not aspect_focus or not aspect_focus.strip():
+        return plan
+    focus = aspect_focus.strip()
+    focus_terms = terms(focus)
+    kept = [f for f in plan.families if f.name != focus]
+    first = RequiredFamily(name=focus, rescue_query=focus, aspect_terms=focus_terms)
+    existing = next((f for f in plan.families if f.name == focus), None)
+    aspects = (focus, *[a for a in plan.aspects if a != focus])
+    return EvidencePlan(families=(existing or first, *kept), aspects=aspects, source=plan.source,
+                        shape=plan.shape, notes=(*plan.notes, f"aspect focus: {focus}"))
+
+
+@dataclass(frozen=True)
+class QuestionShape:
+    """A question shape declared in evidex.toml ([[shapes]]): detectors -> required families."""
+
+    name: str
+    families: tuple[RequiredFamily, ...]
+    keywords: tuple[str, ...] = ()
+    min_keywords: int = 2
+    patterns: tuple[str, ...] = ()
+
+    def matches(self, question: str) -> bool:
+        if any(re.search(p, question, re.I) for p in self.patterns):
+            return True
+        have = set(terms(question))
+        hits = sum(1 for k in self.keywords if set(terms(k)) <= have)
+        return bool(self.keywords) and hits >= self.min_keywords
+
+
+def plan_question(question: str, *, shapes: Sequence[QuestionShape] = (), explicit: EvidencePlan | None = None,
+                  aspect_focus: str | None = None, max_aspects: int = 4) -> EvidencePlan:
+    """The plan for a question: the caller's, else the first matching shape, else automatic."""
+    if explicit is not None:
+        chosen = explicit
+    else:
+        shape = next((s for s in shapes if s.matches(question)), None)
+        if shape is not None:
+            auto = auto_plan(question, max_aspects=max_aspects)
+            chosen = EvidencePlan(families=shape.families, aspects=auto.aspects, source=PlanSource.SHAPE,
+                                  shape=shape.name)
+        else:
+            chosen = auto_plan(question, max_aspects=max_aspects)
+    return focus_plan(chosen, aspect_focus)
+
+
+def explicit_plan(families: Sequence[RequiredFamily], aspects: Sequence[str] = ()) -> EvidencePlan:
+    return EvidencePlan(families=tuple(families), aspects=tuple(aspects), source=PlanSource.CALLER)

@@ -1,0 +1,222 @@
+"""The search pipeline in plain order: plan → retrieve → rerank → rescue → admit → reserve → grade →
+assemble (signals are computed from the outcome, in `evidex.signals`). Each step goes through
+`Trace.stage`, which records its time, counts and decisions; a failure inside a step is re-raised as
+`StageError` naming that step. A rejection or a low grade is a result, not an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from collections.abc import Callable, Sequence
+import numpy as np
+import numpy.typing as npt
+from evidex.admission.gate import AdmissionGate, GateDecision, Principal, RejectReason
+from evidex.config import Config
+from evidex.evidence.assemble import expand_neighbours
+from evidex.evidence.bridge import bridge
+from evidex.evidence.grade import Graded, GradeThresholds, grade
+from evidex.evidence.plan import QuestionShape, RequiredFamily, plan_question
+from evidex.evidence.rescue import rescue
+from evidex.evidence.reserve import reserve
+from evidex.rerank.fused import CrossEncoder, RerankWeights, rerank
+from evidex.retrieval.fusion import fuse
+from evidex.retrieval.hybrid import candidates as to_candidates
+from evidex.stores.protocol import Store
+from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId, SearchFilters
+from evidex.evidence.plan import EvidencePlan
+from evidex.trace import StageSwitches, Trace, pinned_now
+
+
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    k: int = 10
+    principal: Principal | None = None  # None: no gate (evaluation of retrieval only)
+    retrieved_at: datetime | None = None  # pinned; None = now, truncated to the second
+    aspect_focus: str | None = None
+    plan: EvidencePlan | None = None  # an explicit plan (the caller's / the oracle's)
+    switches: StageSwitches = field(default_factory=StageSwitches)
+    mode: RetrievalMode = RetrievalMode.HYBRID
+
+
+@dataclass(frozen=True)
+class FamilyStatus:
+    name: str
+    status: str  # covered | missing | found-but-rejected
+    record_ids: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """What the pipeline decided, before signals and serialisation (see `evidex.result`)."""
+
+    request: SearchRequest
+    retrieved_at: datetime
+    plan: EvidencePlan
+    context: tuple[Candidate, ...]
+    families: tuple[FamilyStatus, ...]
+    gate: GateDecision | None
+    graded: Graded | None
+    expanded: tuple[tuple[str, str], ...]
+    ranked: tuple[Candidate, ...]  # every admitted candidate, best first (deeper than k)
+    reranker: dict[str, Any]
+    trace: Trace
+
+
+@dataclass(frozen=True)
+class PipelineParts:
+    store: Store
+    encode: Callable[[str], npt.NDArray[np.float32]]
+    config: Config
+    gate: AdmissionGate | None = None
+    cross_encoder: CrossEncoder | None = None
+    shapes: tuple[QuestionShape, ...] = ()
+
+
+def _shapes(config: Config) -> tuple[QuestionShape, ...]:
+    return tuple(
+        QuestionShape(name=s.name, keywords=s.keywords, min_keywords=s.min_keywords, patterns=s.patterns,
+                      families=tuple(RequiredFamily(name=f.name, rescue_query=f.rescue_query, label=f.label,
+                                                    source_regex=f.source_regex) for f in s.families))
+        for s in config.shapes)
+
+
+def shapes_from_config(config: Config) -> tuple[QuestionShape, ...]:
+    return _shapes(config)
+
+
+def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
+    cfg = parts.config
+    ev = cfg.evidence
+    sw = request.switches
+    trace = Trace()
+    retrieved_at = request.retrieved_at or pinned_now()
+    if retrieved_at.utcoffset() is None:
+        retrieved_at = retrieved_at.replace(tzinfo=UTC)
+    k = request.k
+
+    with trace.stage("plan") as st:
+        plan = plan_question(request.query, shapes=parts.shapes, explicit=request.plan,
+                             aspect_focus=request.aspect_focus, max_aspects=ev.max_aspects)
+        st.n_out = len(plan.families)
+        st.decisions = {"source": plan.source.value, "families": [f.name for f in plan.families]}
+
+    with trace.stage("retrieve") as st:
+        pool_limit = max(ev.pool_size, k)
+        dense: list[ScoredId] = []
+        sparse: list[ScoredId] = []
+        wide = max(cfg.retrieval.candidate_pool, pool_limit)
+        if request.mode in (RetrievalMode.DENSE, RetrievalMode.HYBRID):
+            dense = parts.store.search_dense(parts.encode(request.query), wide)
+        if request.mode in (RetrievalMode.BM25, RetrievalMode.HYBRID):
+            sparse = parts.store.search_sparse(request.query, wide)
+        lists = [x for x in (dense, sparse) if x or request.mode is RetrievalMode.HYBRID]
+        weights = [cfg.retrieval.dense_weight, cfg.retrieval.sparse_weight] if len(lists) == 2 else [1.0]
+        hits = fuse(lists or [[]], weights, FusionMode.from_str(cfg.retrieval.fusion) if len(lists) == 2
+                    else FusionMode.WEIGHTED, cfg.retrieval.rrf_k)
+        pool = to_candidates(parts.store, hits[:pool_limit], request.mode)
+        st.n_out = len(pool)
+        st.decisions = {"dense_hits": len(dense), "sparse_hits": len(sparse)}
+
+    weights_cfg = RerankWeights(ev.w_cross_encoder, ev.w_retrieval, ev.w_lexical, ev.w_title, ev.w_linked,
+                                ev.exact_token_bonus, ev.cross_encoder_top_n)
+    reranker: dict[str, Any] = {"cross_encoder": None, "weights": {}}
+    ranked = list(pool)
+    if sw.rerank:
+        with trace.stage("rerank", len(pool)) as st:
+            outcome = rerank(request.query, pool, weights_cfg, parts.cross_encoder, plan.aspects)
+            ranked = list(outcome.candidates)
+            reranker = {"cross_encoder": outcome.cross_encoder, "weights": outcome.weights}
+            st.n_out = len(ranked)
+            st.decisions = {"cross_encoder": outcome.cross_encoder or "none (offline default)"}
+
+    if sw.rescue:
+        with trace.stage("rescue", len(ranked)) as st:
+            def sparse_candidates(h: list[ScoredId]) -> list[Candidate]:
+                return to_candidates(parts.store, fuse([h], [1.0], FusionMode.WEIGHTED), RetrievalMode.BM25)
+
+            added, attempts = rescue(parts.store, plan.families, ranked, wide_limit=ev.wide_limit,
+                                     min_matches=ev.min_matches, base_filters=None, to_candidates=sparse_candidates)
+            bridged, searches = ([], []) if not ev.bridge_from_top else bridge(
+                parts.store, request.query, ranked, from_top=ev.bridge_from_top,
+                max_entities=ev.bridge_max_searches, limit=10, to_candidates=sparse_candidates,
+                hops=ev.bridge_hops)
+            linked = frozenset(r for s in searches for r in s.linked)
+            if added or bridged or linked:
+                # Rescued chunks enter at the retrieval floor and are scored with the rest of the pool.
+                floor = min((c.score for c in pool), default=0.0)
+                merged = [*pool, *(Candidate(c.chunk, floor, sparse_score=c.sparse_score) for c in [*added, *bridged])]
+                ranked = list(rerank(request.query, merged, weights_cfg, parts.cross_encoder, plan.aspects,
+                                     linked).candidates) if sw.rerank else [*ranked, *added, *bridged]
+            st.n_out = len(ranked)
+            st.decisions = {"searches": [a.to_dict() for a in attempts],
+                            "bridges": [b.to_dict() for b in searches]}
+
+    decision: GateDecision | None = None
+    admitted = ranked
+    if parts.gate is not None and request.principal is not None:
+        with trace.stage("admit", len(ranked)) as st:
+            decision = parts.gate.admit(ranked, request.principal, retrieved_at)
+            admitted = list(decision.admitted)
+            st.n_out = len(admitted)
+            st.decisions = {"rejected_counts": decision.counts()}
+
+    with trace.stage("reserve", len(admitted)) as st:
+        if sw.reserve:
+            selection = reserve(admitted, plan.families, k, ev.max_per_doc)
+            selected = list(selection.chunks)
+            st.decisions = {"reserved": selection.reserved}
+        else:
+            selected = admitted[:k]
+        st.n_out = len(selected)
+
+    graded: Graded | None = None
+    if sw.grade:
+        with trace.stage("grade", len(selected)) as st:
+            graded = grade(selected, admitted, plan.families, k,
+                           GradeThresholds(ev.grade_correct, ev.grade_incorrect))
+            selected = list(graded.chunks)
+            st.n_out = len(selected)
+            st.decisions = {"overall": graded.overall.value, "removed": list(graded.removed),
+                            "restored": list(graded.restored), "missing": list(graded.missing_families)}
+
+    expanded: tuple[tuple[str, str], ...] = ()
+    with trace.stage("assemble", len(selected)) as st:
+        if sw.expand:
+            assembly = expand_neighbours(selected, admitted, k)
+            selected = list(assembly.chunks)
+            expanded = assembly.expanded
+            st.decisions = {"expanded": [list(pair) for pair in expanded]}
+        st.n_out = len(selected)
+        families = _family_statuses(plan, selected, ranked, decision, graded)
+
+    chosen_ids = {c.chunk.record_id for c in selected}
+    deeper = [c for c in admitted if c.chunk.record_id not in chosen_ids]
+    return SearchOutcome(request=request, retrieved_at=retrieved_at, plan=plan, context=tuple(selected),
+                         families=families, gate=decision, graded=graded, expanded=expanded,
+                         ranked=tuple([*selected, *deeper]), reranker=reranker, trace=trace)
+
+
+def _family_statuses(plan: EvidencePlan, selected: Sequence[Candidate], ranked: Sequence[Candidate],
+                     decision: GateDecision | None, graded: Graded | None) -> tuple[FamilyStatus, ...]:
+    out = []
+    rejected_by_id = {r.record_id: r for r in decision.rejected} if decision else {}
+    for family in plan.families:
+        ids = tuple(c.chunk.record_id for c in selected if family.matches(c.chunk))
+        if ids:
+            out.append(FamilyStatus(family.name, "covered", ids))
+            continue
+        rejected = [c.chunk.record_id for c in ranked
+                    if c.chunk.record_id in rejected_by_id and family.matches(c.chunk)]
+        if rejected:
+            reasons = sorted({rejected_by_id[r].reason.value for r in rejected})
+            out.append(FamilyStatus(family.name, "found-but-rejected", (), tuple(reasons)))
+        else:
+            out.append(FamilyStatus(family.name, "missing"))
+    return tuple(out)

@@ -1,0 +1,446 @@
+"""The store contract: what every `Store` backend must do, written once and reused by each backend.
+
+A backend's test module subclasses `StoreContract` and provides a `store` fixture yielding a fresh, empty
+store; every test here then runs against it:
+
+    class TestSqliteStore(StoreContract):
+        @pytest.fixture
+        def store(self, tmp_path: Path) -> Iterator[Store]:
+            s = SqliteStore(tmp_path / "idx")
+            yield s
+            s.close()
+
+The suite calls only the `Store` protocol (the fixture closes the store). Of `stats()` it needs the keys
+`documents` and `chunks` (live counts), which every interface shows. Vectors are 8-dimensional unit vectors
+built from axis directions, so the expected dense order and cosine scores are exact; texts are a few
+words, so the expected BM25 hits are exact too. The builders below (`unit`, `axis`, `make_chunk`,
+`document`, `batch`, `dead_letter`) serve a backend's own extra tests as well.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta, timezone
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from evidex.errors import StoreError
+from evidex.stores.protocol import BatchWrite, DocumentWrite, Store
+from evidex.types import Chunk, DeadLetter, Provenance, ScoredId, SearchFilters
+
+DIM = 8
+T0 = datetime(2024, 6, 1, 12, 0, 0, tzinfo=UTC)
+INDEXED_AT = datetime(2024, 6, 2, 8, 30, 0, tzinfo=UTC)
+
+Vector = npt.NDArray[np.float32]
+
+
+def unit(*components: float) -> Vector:
+    """A DIM-dimensional unit vector from its leading components: unit(4, 3) = (0.8, 0.6, 0, ...)."""
+    v = np.zeros(DIM, dtype=np.float32)
+    v[: len(components)] = components
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def axis(i: int) -> Vector:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def make_chunk(doc_id: str, index: int, text: str, *, title: str = "", source: str | None = None,
+               provenance: Provenance | None = None, record_id: str | None = None,
+               anchor: str | None = "section", heading: str = "Section") -> Chunk:
+    """A chunk as the ingest run builds it: no batch id yet (the store assigns the committing batch)."""
+    return Chunk(
+        record_id=record_id or f"{doc_id}#{index}", doc_id=doc_id, chunk_index=index,
+        source=source or f"{doc_id}.md", title=title, text=text, citation_anchor=anchor,
+        span_start=10 * index, span_end=10 * index + len(text),
+        content_hash=hashlib.sha256(text.encode()).hexdigest(), provenance=provenance or Provenance(),
+        heading=heading, indexed_at=INDEXED_AT)
+
+
+def document(chunks: Sequence[Chunk], vectors: Sequence[Vector],
+             doc_hash: str | None = None) -> DocumentWrite:
+    first = chunks[0]
+    digest = doc_hash or hashlib.sha256("\x00".join(c.text for c in chunks).encode()).hexdigest()
+    return DocumentWrite(first.doc_id, first.source, digest, tuple(chunks),
+                         np.vstack(vectors).astype(np.float32))
+
+
+def batch(batch_id: str, *documents: DocumentWrite, dead_letters: Sequence[DeadLetter] = (),
+          resolved: Sequence[str] = (), unchanged: int = 0, label: str = "") -> BatchWrite:
+    return BatchWrite(batch_id, label or f"label of {batch_id}", tuple(documents), unchanged,
+                      tuple(dead_letters), tuple(resolved))
+
+
+def as_committed(chunk: Chunk, batch_id: str) -> Chunk:
+    """What `get` must return for `chunk` once `batch_id` has committed it."""
+    return dataclasses.replace(chunk, batch_id=batch_id)
+
+
+def dead_letter(source: str, batch_id: str, reason: str = "invalid front matter",
+                line: int = 3) -> DeadLetter:
+    return DeadLetter(source=source, reason=reason, batch_id=batch_id, failed_at=T0,
+                      location=f"/corpus/{source}:{line}", path=f"/corpus/{source}")
+
+
+# ---- a corpus for the filter tests: one chunk per document, each with its own direction ----------------
+# Every text contains "common", so one sparse query and one dense query reach every chunk.
+_FILTER_DOCS: list[tuple[str, str, Provenance, Vector]] = [
+    ("d1", "docs/deploy/a.md",
+     Provenance(access_labels=("eng",), published_at=T0 - timedelta(days=1), evidence_family="deploy"),
+     unit(1.0)),
+    ("d2", "docs/deploy/b.md",
+     Provenance(access_labels=("ops",), published_at=T0, expires_at=T0 + timedelta(days=1),
+                evidence_family="deploy"), unit(0.9, 0.1)),
+    ("d3", "docs/net/c.md",
+     Provenance(access_labels=("eng", "ops"), expires_at=T0, evidence_family="network"), unit(0.8, 0.2)),
+    ("d4", "blog/d.md", Provenance(published_at=T0 + timedelta(seconds=1)), unit(0.7, 0.3)),
+    ("d5", "docs/net/e.md", Provenance(access_labels=("hr",), evidence_family="network"), unit(0.6, 0.4)),
+]
+_MINUS_5H = timezone(timedelta(hours=-5))
+FILTER_CASES: list[tuple[str, SearchFilters, set[str]]] = [
+    ("labels-one", SearchFilters(access_labels=("eng",)), {"d1", "d3"}),
+    ("labels-any-of", SearchFilters(access_labels=("ops", "hr")), {"d2", "d3", "d5"}),
+    ("labels-none-granted", SearchFilters(access_labels=()), set()),
+    ("labels-unknown", SearchFilters(access_labels=("nobody",)), set()),
+    # published_at == t is admitted, expires_at == t is rejected, None is unbounded.
+    ("valid-at-t0", SearchFilters(valid_at=T0), {"d1", "d2", "d5"}),
+    ("valid-at-t0-other-zone", SearchFilters(valid_at=T0.astimezone(_MINUS_5H)), {"d1", "d2", "d5"}),
+    ("valid-at-before-t0", SearchFilters(valid_at=T0 - timedelta(seconds=1)), {"d1", "d3", "d5"}),
+    ("valid-at-after-t0", SearchFilters(valid_at=T0 + timedelta(seconds=1)), {"d1", "d2", "d4", "d5"}),
+    ("families-one", SearchFilters(families=("deploy",)), {"d1", "d2"}),
+    ("families-two", SearchFilters(families=("network", "deploy")), {"d1", "d2", "d3", "d5"}),
+    ("families-unknown", SearchFilters(families=("nope",)), set()),
+    ("doc-ids", SearchFilters(doc_ids=("d2", "d4", "missing")), {"d2", "d4"}),
+    ("source-prefix", SearchFilters(source_pattern=r"^docs/net/"), {"d3", "d5"}),
+    ("source-anywhere", SearchFilters(source_pattern=r"deploy"), {"d1", "d2"}),
+    ("source-all", SearchFilters(source_pattern=r"\.md$"), {"d1", "d2", "d3", "d4", "d5"}),
+    ("combined-labels-family", SearchFilters(access_labels=("eng", "ops"), families=("network",)), {"d3"}),
+    ("combined-time-labels", SearchFilters(valid_at=T0, access_labels=("eng", "hr")), {"d1", "d5"}),
+    ("no-filter", SearchFilters(), {"d1", "d2", "d3", "d4", "d5"}),
+]
+
+# Queries carrying FTS5 syntax: each must be read as plain words (no operator, column filter or prefix).
+HOSTILE_QUERIES = [
+    'pods AND ingress', 'pods NOT ingress', 'pods NEAR ingress', 'NEAR(pods ingress, 2)', 'pod*', '-pods',
+    '"pods', 'pods"', '"pods" OR', 'text:pods', '(pods', 'pods)', '^pods', "pods'", 'pods + ingress',
+    'pods -ingress', '{text title}: pods', ':', '***', '"', "'", '(', 'AND', 'OR NOT', 'NEAR',
+]
+
+
+def _ids(hits: Sequence[ScoredId]) -> list[str]:
+    return [h.record_id for h in hits]
+
+
+class StoreContract:
+    """Behaviour every `Store` must show. Subclasses provide a `store` fixture: a fresh, empty store."""
+
+    # ---- the three-document corpus most tests use ------------------------------------------------------
+    @staticmethod
+    def corpus() -> tuple[list[Chunk], list[Vector]]:
+        chunks = [
+            make_chunk("kube", 0, "The scheduler assigns pods to nodes.", title="Kubernetes scheduler"),
+            make_chunk("etcd", 0, "Snapshot the etcd cluster daily. Restore from a snapshot.",
+                       title="Etcd backups"),
+            make_chunk("net", 0, "Deny ingress traffic to pods by default.", title="Network policy"),
+        ]
+        return chunks, [axis(0), axis(1), axis(2)]
+
+    def commit_corpus(self, store: Store, batch_id: str = "b1") -> list[Chunk]:
+        chunks, vectors = self.corpus()
+        docs = [document([c], [v]) for c, v in zip(chunks, vectors, strict=True)]
+        store.commit_batch(batch(batch_id, *docs))
+        return [as_committed(c, batch_id) for c in chunks]
+
+    # ---- empty store -----------------------------------------------------------------------------------
+    def test_empty_store(self, store: Store) -> None:
+        assert store.document_hashes() == {}
+        assert store.get(["nothing"]) == []
+        assert store.search_dense(axis(0), 10) == []
+        assert store.search_sparse("pods", 10) == []
+        assert store.batches() == []
+        assert store.dead_letters() == []
+        assert isinstance(store.snapshot_id(), str)
+
+    # ---- commit and read back --------------------------------------------------------------------------
+    def test_commit_then_get_round_trips_every_field(self, store: Store) -> None:
+        plus_2h = timezone(timedelta(hours=2))
+        full = Provenance(
+            source_version="v1.2.3", published_at=datetime(2024, 1, 2, 3, 4, 5, tzinfo=plus_2h),
+            expires_at=datetime(2030, 12, 31, 23, 59, 59, tzinfo=UTC), access_labels=("eng", "ops"),
+            citation_uri="https://docs.example.com/guide", authority_tier="official",
+            evidence_family="deploy", owner="team-platform", superseded_by="guide-v2")
+        chunks = [
+            make_chunk("guide", 0, "First part of the guide.", title="The guide", provenance=full,
+                       anchor="first-part", heading="First part"),
+            make_chunk("guide", 1, "Second part of the guide.", title="The guide", provenance=full,
+                       anchor="second-part", heading="Second part"),
+            make_chunk("bare", 0, "No provenance at all.", provenance=Provenance(), anchor=None, heading=""),
+        ]
+        info = store.commit_batch(batch("b1", document(chunks[:2], [axis(0), axis(1)]),
+                                        document(chunks[2:], [axis(2)]), label="first"))
+        assert (info.batch_id, info.status, info.added, info.replaced, info.label) == (
+            "b1", "committed", 3, 0, "first")
+        got = store.get([c.record_id for c in chunks])
+        assert got == [as_committed(c, "b1") for c in chunks]
+        published = got[0].provenance.published_at
+        assert published is not None and published.utcoffset() is not None  # tz-aware, same instant
+        assert published == datetime(2024, 1, 2, 1, 4, 5, tzinfo=UTC)
+        assert got[0].provenance.access_labels == ("eng", "ops")
+        assert isinstance(got[0].provenance.access_labels, tuple)
+        assert got[2].citation_anchor is None
+        assert got[2].provenance == Provenance()
+
+    def test_get_preserves_asked_order_and_skips_unknown_ids(self, store: Store) -> None:
+        kube, etcd, net = self.commit_corpus(store)
+        assert store.get([net.record_id, "unknown", kube.record_id]) == [net, kube]
+        assert store.get([etcd.record_id]) == [etcd]
+        assert store.get(["unknown"]) == []
+        assert store.get([]) == []
+
+    def test_document_hashes_map_live_documents(self, store: Store) -> None:
+        chunks, vectors = self.corpus()
+        store.commit_batch(batch("b1", document([chunks[0]], [vectors[0]], doc_hash="h-kube"),
+                                 document([chunks[1]], [vectors[1]], doc_hash="h-etcd")))
+        assert store.document_hashes() == {"kube": "h-kube", "etcd": "h-etcd"}
+
+    def test_stats_count_live_documents_and_chunks(self, store: Store) -> None:
+        a = [make_chunk("a", i, f"part {i}") for i in range(3)]
+        store.commit_batch(batch("b1", document(a, [axis(0), axis(1), axis(2)]),
+                                 document([make_chunk("b", 0, "other")], [axis(3)])))
+        stats = store.stats()
+        assert (stats["documents"], stats["chunks"]) == (2, 4)
+
+    # ---- dense search ----------------------------------------------------------------------------------
+    def test_dense_search_exact_order_and_scores(self, store: Store) -> None:
+        vectors = {"a": unit(1.0), "b": unit(4, 3), "c": unit(3, 4), "d": axis(1), "e": unit(-1.0)}
+        store.commit_batch(batch("b1", *(document([make_chunk(k, 0, f"text {k}")], [v])
+                                          for k, v in vectors.items())))
+        hits = store.search_dense(axis(0), 10)
+        assert _ids(hits) == ["a#0", "b#0", "c#0", "d#0", "e#0"]
+        assert [h.score for h in hits] == pytest.approx([1.0, 0.8, 0.6, 0.0, -1.0], abs=1e-5)
+        assert _ids(store.search_dense(axis(0), 2)) == ["a#0", "b#0"]
+        assert _ids(store.search_dense(axis(1), 3)) == ["d#0", "c#0", "b#0"]
+
+    # ---- sparse search ---------------------------------------------------------------------------------
+    def test_sparse_search_finds_title_words(self, store: Store) -> None:
+        self.commit_corpus(store)
+        assert _ids(store.search_sparse("kubernetes", 10)) == ["kube#0"]  # only in the title
+        assert _ids(store.search_sparse("backups", 10)) == ["etcd#0"]
+
+    def test_sparse_search_finds_body_words(self, store: Store) -> None:
+        self.commit_corpus(store)
+        assert _ids(store.search_sparse("snapshot", 10)) == ["etcd#0"]
+        assert _ids(store.search_sparse("traffic", 10)) == ["net#0"]
+
+    def test_sparse_search_ranks_more_matching_terms_first(self, store: Store) -> None:
+        self.commit_corpus(store)
+        hits = store.search_sparse("pods ingress", 10)
+        assert _ids(hits) == ["net#0", "kube#0"]
+        assert hits[0].score > hits[1].score  # higher is better
+        assert _ids(store.search_sparse("pods ingress", 1)) == ["net#0"]
+
+    @pytest.mark.parametrize("query", HOSTILE_QUERIES)
+    def test_sparse_search_reads_fts_syntax_as_words(self, store: Store, query: str) -> None:
+        self.commit_corpus(store)
+        hits = store.search_sparse(query, 10)
+        assert len(hits) == len(set(_ids(hits)))
+        assert set(_ids(hits)) <= {"kube#0", "etcd#0", "net#0"}
+
+    def test_sparse_search_operators_are_not_applied(self, store: Store) -> None:
+        self.commit_corpus(store)
+        # NOT would exclude net (which says ingress); a column filter `text:` would hide the title word.
+        assert "net#0" in _ids(store.search_sparse("pods NOT ingress", 10))
+        assert "net#0" in _ids(store.search_sparse("pods -ingress", 10))
+        assert _ids(store.search_sparse("text:kubernetes", 10)) == ["kube#0"]
+        # AND would require both words; as plain words, either one matches.
+        assert set(_ids(store.search_sparse("snapshot AND traffic", 10))) == {"etcd#0", "net#0"}
+        # A trailing * is not a prefix query.
+        assert store.search_sparse("kuber*", 10) == []
+
+    @pytest.mark.parametrize("query", ["", "   ", "the of and", "?!", "what is it"])
+    def test_sparse_search_empty_or_stopword_query_is_empty(self, store: Store, query: str) -> None:
+        self.commit_corpus(store)
+        assert store.search_sparse(query, 10) == []
+
+    # ---- filters: identical in dense and sparse search -------------------------------------------------
+    def commit_filter_corpus(self, store: Store) -> None:
+        store.commit_batch(batch("b1", *(
+            document([make_chunk(doc_id, 0, f"common words of {doc_id}", source=source, provenance=p)], [v])
+            for doc_id, source, p, v in _FILTER_DOCS)))
+
+    @pytest.mark.parametrize(("filters", "expected"), [c[1:] for c in FILTER_CASES],
+                             ids=[c[0] for c in FILTER_CASES])
+    def test_filters_apply_identically_in_dense_and_sparse(self, store: Store, filters: SearchFilters,
+                                                           expected: set[str]) -> None:
+        self.commit_filter_corpus(store)
+        want = {f"{d}#0" for d in expected}
+        dense = store.search_dense(unit(1.0), 100, filters)
+        sparse = store.search_sparse("common", 100, filters)
+        assert set(_ids(dense)) == want
+        assert set(_ids(sparse)) == want
+        # Filtering keeps the unfiltered order of what remains.
+        unfiltered = _ids(store.search_dense(unit(1.0), 100))
+        assert _ids(dense) == [i for i in unfiltered if i in want]
+
+    def test_filters_apply_before_the_limit(self, store: Store) -> None:
+        self.commit_filter_corpus(store)
+        network = SearchFilters(families=("network",))
+        assert _ids(store.search_dense(unit(1.0), 1, network)) == ["d3#0"]  # d1, d2 rank higher unfiltered
+        assert len(store.search_sparse("common", 1, network)) == 1
+        assert _ids(store.search_sparse("common", 1, network))[0] in {"d3#0", "d5#0"}
+
+    # ---- replacing a document --------------------------------------------------------------------------
+    def replace_scenario(self, store: Store) -> tuple[list[Chunk], list[Chunk]]:
+        """b1: doc A (intro + legacy steps) and doc B; b2: A again, same intro, rewritten steps.
+
+        Returns (chunks live after b1, chunks live after b2), as `get` returns them."""
+        a0 = make_chunk("A", 0, "alpha intro", title="Alpha")
+        a1 = make_chunk("A", 1, "alpha legacy steps", title="Alpha")
+        b0 = make_chunk("B", 0, "beta notes", title="Beta")
+        store.commit_batch(batch("b1", document([a0, a1], [axis(0), axis(1)], doc_hash="hA1"),
+                                 document([b0], [axis(2)], doc_hash="hB")))
+        a1_new = make_chunk("A", 1, "alpha modern steps", title="Alpha", record_id="A#1-new")
+        info = store.commit_batch(batch("b2", document([a0, a1_new], [axis(0), axis(3)], doc_hash="hA2")))
+        assert (info.added, info.replaced) == (2, 1)
+        before = [as_committed(a0, "b1"), as_committed(a1, "b1"), as_committed(b0, "b1")]
+        after = [as_committed(a0, "b2"), as_committed(a1_new, "b2"), as_committed(b0, "b1")]
+        return before, after
+
+    def test_replacing_a_document_retires_its_old_chunks(self, store: Store) -> None:
+        _, after = self.replace_scenario(store)
+        assert store.document_hashes() == {"A": "hA2", "B": "hB"}
+        assert store.get(["A#0", "A#1", "A#1-new", "B#0"]) == [after[0], after[1], after[2]]
+        alpha = _ids(store.search_sparse("alpha", 10))
+        assert sorted(alpha) == ["A#0", "A#1-new"]
+        assert store.search_sparse("legacy", 10) == []
+        assert _ids(store.search_sparse("modern", 10)) == ["A#1-new"]
+        dense = _ids(store.search_dense(axis(1), 10))
+        assert sorted(dense) == ["A#0", "A#1-new", "B#0"]  # no retired chunk, no duplicate
+        assert (store.stats()["documents"], store.stats()["chunks"]) == (2, 3)
+
+    # ---- rollback --------------------------------------------------------------------------------------
+    def test_rollback_of_last_batch_restores_replaced_chunks_exactly(self, store: Store) -> None:
+        before, _ = self.replace_scenario(store)
+        info = store.rollback()
+        assert (info.batch_id, info.status) == ("b2", "rolled-back")
+        assert store.get(["A#0", "A#1", "A#1-new", "B#0"]) == before
+        assert store.document_hashes() == {"A": "hA1", "B": "hB"}
+        assert _ids(store.search_sparse("legacy", 10)) == ["A#1"]
+        assert store.search_sparse("modern", 10) == []
+        assert sorted(_ids(store.search_dense(axis(1), 10))) == ["A#0", "A#1", "B#0"]
+        assert _ids(store.search_dense(axis(1), 1)) == ["A#1"]
+
+    def test_rollback_by_id_and_then_the_batch_before(self, store: Store) -> None:
+        self.replace_scenario(store)
+        assert store.rollback("b2").batch_id == "b2"
+        assert store.rollback().batch_id == "b1"  # the last one still committed
+        assert store.document_hashes() == {}
+        assert store.search_sparse("alpha", 10) == []
+        assert store.search_dense(axis(0), 10) == []
+        assert [(b.batch_id, b.status) for b in store.batches()] == [("b1", "rolled-back"),
+                                                                      ("b2", "rolled-back")]
+
+    def test_rollback_of_an_older_independent_batch(self, store: Store) -> None:
+        store.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha")], [axis(0)])))
+        store.commit_batch(batch("b2", document([make_chunk("B", 0, "beta")], [axis(1)])))
+        store.rollback("b1")
+        assert list(store.document_hashes()) == ["B"]
+        assert _ids(store.search_dense(axis(0), 10)) == ["B#0"]
+
+    def test_rollback_with_no_batch_is_an_error(self, store: Store) -> None:
+        with pytest.raises(StoreError):
+            store.rollback()
+        with pytest.raises(StoreError, match="nope"):
+            store.rollback("nope")
+
+    def test_rollback_of_a_batch_replaced_later_names_the_later_batch(self, store: Store) -> None:
+        _, after = self.replace_scenario(store)
+        snapshot = store.snapshot_id()
+        with pytest.raises(StoreError, match="b2"):
+            store.rollback("b1")
+        assert store.snapshot_id() == snapshot
+        assert store.get(["A#0", "A#1-new", "B#0"]) == after
+        assert [b.status for b in store.batches()] == ["committed", "committed"]
+
+    def test_rolling_back_twice_is_an_error(self, store: Store) -> None:
+        self.replace_scenario(store)
+        store.rollback("b2")
+        snapshot = store.snapshot_id()
+        with pytest.raises(StoreError, match="b2"):
+            store.rollback("b2")
+        assert store.snapshot_id() == snapshot
+
+    def test_a_failing_batch_writes_nothing(self, store: Store) -> None:
+        self.commit_corpus(store)
+        snapshot, hashes = store.snapshot_id(), store.document_hashes()
+        fresh = make_chunk("fresh", 0, "brand new words")
+        clash = make_chunk("clash", 0, "steals a live record id", record_id="kube#0")
+        with pytest.raises(StoreError):
+            store.commit_batch(batch("b2", document([fresh], [axis(4)]), document([clash], [axis(5)])))
+        assert store.snapshot_id() == snapshot
+        assert store.document_hashes() == hashes
+        assert store.search_sparse("brand", 10) == []
+        assert [b.batch_id for b in store.batches()] == ["b1"]
+
+    # ---- snapshots -------------------------------------------------------------------------------------
+    def test_snapshot_id_changes_on_commit_and_rollback_only(self, store: Store) -> None:
+        s0 = store.snapshot_id()
+        assert store.snapshot_id() == s0
+        self.commit_corpus(store)
+        s1 = store.snapshot_id()
+        assert s1 != s0
+        store.search_dense(axis(0), 5)
+        store.search_sparse("pods", 5)
+        store.get(["kube#0"])
+        store.batches()
+        store.stats()
+        assert store.snapshot_id() == s1
+        store.commit_batch(batch("b2", document([make_chunk("x", 0, "x")], [axis(3)])))
+        s2 = store.snapshot_id()
+        assert s2 not in {s0, s1}
+        store.rollback()
+        s3 = store.snapshot_id()
+        assert s3 != s2
+        assert store.snapshot_id() == s3
+
+    # ---- dead letters ----------------------------------------------------------------------------------
+    def test_dead_letters_are_recorded_counted_and_resolved(self, store: Store) -> None:
+        info = store.commit_batch(batch("b1", document([make_chunk("ok", 0, "fine")], [axis(0)]),
+                                        dead_letters=[dead_letter("bad.md", "b1"),
+                                                      dead_letter("worse.md", "b1", "not UTF-8 text", 1)]))
+        assert info.dead_letters == 2
+        letters = store.dead_letters()
+        assert [(d.source, d.reason, d.location, d.attempts, d.batch_id) for d in letters] == [
+            ("bad.md", "invalid front matter", "/corpus/bad.md:3", 1, "b1"),
+            ("worse.md", "not UTF-8 text", "/corpus/worse.md:1", 1, "b1"),
+        ]
+        # The same source failing again: one letter, attempts incremented, reason and batch updated.
+        store.commit_batch(batch("b2", dead_letters=[dead_letter("bad.md", "b2", "still invalid", 4)]))
+        again = {d.source: d for d in store.dead_letters()}
+        assert (again["bad.md"].attempts, again["bad.md"].reason, again["bad.md"].location,
+                again["bad.md"].batch_id) == (2, "still invalid", "/corpus/bad.md:4", "b2")
+        assert again["worse.md"].attempts == 1
+        # Resolved sources are removed.
+        store.commit_batch(batch("b3", document([make_chunk("bad", 0, "now fine")], [axis(1)]),
+                                 resolved=["bad.md"]))
+        assert [d.source for d in store.dead_letters()] == ["worse.md"]
+
+    # ---- batches ---------------------------------------------------------------------------------------
+    def test_batches_list_every_batch_with_its_status(self, store: Store) -> None:
+        self.replace_scenario(store)
+        store.commit_batch(batch("b3", document([make_chunk("C", 0, "gamma")], [axis(4)]), unchanged=2,
+                                 dead_letters=[dead_letter("bad.md", "b3")], label="third"))
+        store.rollback("b3")
+        got = [(b.batch_id, b.status, b.added, b.replaced, b.unchanged, b.dead_letters)
+               for b in store.batches()]
+        assert got == [("b1", "committed", 3, 0, 0, 0), ("b2", "committed", 2, 1, 0, 0),
+                       ("b3", "rolled-back", 1, 0, 2, 1)]
+        assert [b.label for b in store.batches()] == ["label of b1", "label of b2", "third"]
+        assert all(b.finished_at is not None and b.finished_at >= b.started_at for b in store.batches())

@@ -1,0 +1,142 @@
+"""SqliteStore: the store contract, plus what only the SQLite file can promise (integrity, reopening)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from evidex.errors import StoreError
+from evidex.stores.sqlite import INDEX_FILE, SqliteStore
+from evidex.testing.store_contract import StoreContract, axis, batch, dead_letter, document, make_chunk
+
+
+class TestSqliteStore(StoreContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[SqliteStore]:
+        s = SqliteStore(tmp_path / "idx")
+        yield s
+        problems = s.check_integrity()  # whatever the test did, the file must still be consistent
+        s.close()
+        assert problems == []
+
+
+def test_integrity_holds_after_every_operation(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "idx")
+    steps: list[Callable[[], object]] = [
+        lambda: store.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha one"),
+                                                         make_chunk("A", 1, "alpha two")],
+                                                        [axis(0), axis(1)]),
+                                         document([make_chunk("B", 0, "beta")], [axis(2)]),
+                                         dead_letters=[dead_letter("bad.md", "b1")])),
+        lambda: store.commit_batch(batch("b2", document([make_chunk("A", 0, "alpha one"),
+                                                         make_chunk("A", 1, "alpha new", record_id="A#1n")],
+                                                        [axis(0), axis(3)]), resolved=["bad.md"])),
+        lambda: store.commit_batch(batch("b3", document([make_chunk("C", 0, "gamma")], [axis(4)]))),
+        lambda: store.rollback("b2"),
+        lambda: store.rollback(),
+        lambda: store.commit_batch(batch("b4", document([make_chunk("A", 0, "alpha again", record_id="A#0x")],
+                                                        [axis(5)]))),
+    ]
+    for n, step in enumerate(steps, start=1):
+        step()
+        assert store.check_integrity() == [], f"after step {n}"
+    # Failed operations leave it consistent too.
+    with pytest.raises(StoreError):
+        store.rollback("b1")  # b4 replaced A
+    assert store.check_integrity() == []
+    with pytest.raises(StoreError):
+        store.commit_batch(batch("b5", document([make_chunk("D", 0, "delta", record_id="B#0")], [axis(6)])))
+    assert store.check_integrity() == []
+    store.close()
+
+
+def test_reopening_the_file_sees_the_same_data(tmp_path: Path) -> None:
+    directory = tmp_path / "idx"
+    store = SqliteStore(directory)
+    a_chunks = [make_chunk("A", 0, "alpha one"), make_chunk("A", 1, "alpha two")]
+    store.commit_batch(batch("b1", document(a_chunks, [axis(0), axis(1)]),
+                             dead_letters=[dead_letter("bad.md", "b1")]))
+    store.commit_batch(batch("b2", document([make_chunk("B", 0, "beta")], [axis(2)])))
+    store.commit_batch(batch("b3", document([make_chunk("C", 0, "gamma alpha")], [axis(3)])))
+    store.rollback()
+
+    def observe(s: SqliteStore) -> tuple[object, ...]:
+        return (s.get(["A#0", "A#1", "B#0", "C#0"]), s.search_dense(axis(0), 10),
+                s.search_sparse("alpha", 10), s.document_hashes(), s.batches(), s.dead_letters(),
+                s.snapshot_id(), s.stats())
+
+    seen = observe(store)
+    store.close()
+    assert (directory / INDEX_FILE).is_file()
+    reopened = SqliteStore(directory)
+    assert observe(reopened) == seen
+    assert reopened.check_integrity() == []
+    reopened.close()
+
+
+def test_a_second_connection_sees_new_commits(tmp_path: Path) -> None:
+    """The dense matrix is cached per snapshot; a commit by another process must invalidate it."""
+    reader, writer = SqliteStore(tmp_path / "idx"), SqliteStore(tmp_path / "idx")
+    writer.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha")], [axis(0)])))
+    assert [h.record_id for h in reader.search_dense(axis(0), 10)] == ["A#0"]
+    writer.commit_batch(batch("b2", document([make_chunk("B", 0, "beta")], [axis(1)])))
+    assert [h.record_id for h in reader.search_dense(axis(1), 10)] == ["B#0", "A#0"]
+    assert reader.snapshot_id() == writer.snapshot_id()
+    writer.rollback()
+    assert [h.record_id for h in reader.search_dense(axis(1), 10)] == ["A#0"]
+    reader.close()
+    writer.close()
+
+
+@pytest.mark.parametrize(("title_weight", "first"), [(10.0, "titled#0"), (0.1, "body#0")])
+def test_title_weight_moves_title_matches(tmp_path: Path, title_weight: float, first: str) -> None:
+    store = SqliteStore(tmp_path / "idx", title_weight=title_weight)
+    store.commit_batch(batch(
+        "b1",
+        document([make_chunk("titled", 0, "general notes about many other things", title="Zebra crossings")],
+                 [axis(0)]),
+        document([make_chunk("body", 0, "a zebra crossing is painted white", title="Road paint")],
+                 [axis(1)])))
+    assert store.search_sparse("zebra", 10)[0].record_id == first
+    store.close()
+
+
+def test_a_file_from_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    SqliteStore(tmp_path / "idx").close()
+    db = sqlite3.connect(tmp_path / "idx" / INDEX_FILE)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(StoreError, match="schema 99"):
+        SqliteStore(tmp_path / "idx")
+
+
+_DEAD_LETTER_ROLLBACK_BUG = (
+    "BUG SqliteStore.rollback: it deletes every dead letter whose batch_id is the rolled-back batch and "
+    "restores none that the batch resolved, so a document that still fails (or is no longer indexed) "
+    "vanishes from the dead-letter list")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = SqliteStore(tmp_path / "idx")
+    yield s
+    s.close()
+
+
+@pytest.mark.xfail(strict=True, reason=_DEAD_LETTER_ROLLBACK_BUG)
+def test_rollback_restores_a_dead_letter_the_batch_resolved(store: SqliteStore) -> None:
+    store.commit_batch(batch("b1", dead_letters=[dead_letter("bad.md", "b1")]))
+    store.commit_batch(batch("b2", document([make_chunk("bad", 0, "fixed")], [axis(0)]), resolved=["bad.md"]))
+    store.rollback("b2")  # the fixed document is gone again...
+    assert [d.source for d in store.dead_letters()] == ["bad.md"]  # ...so its dead letter must be back
+
+
+@pytest.mark.xfail(strict=True, reason=_DEAD_LETTER_ROLLBACK_BUG)
+def test_rollback_keeps_a_dead_letter_that_failed_before_the_batch(store: SqliteStore) -> None:
+    store.commit_batch(batch("b1", dead_letters=[dead_letter("bad.md", "b1")]))
+    store.commit_batch(batch("b2", dead_letters=[dead_letter("bad.md", "b2")]))  # failed again: attempts 2
+    store.rollback("b2")
+    assert [(d.source, d.attempts) for d in store.dead_letters()] == [("bad.md", 1)]
