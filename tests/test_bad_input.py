@@ -124,8 +124,6 @@ def test_retry_with_nothing_to_retry_writes_nothing(make_engine: EngineFactory,
     assert len(engine.batches()) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG ingest.run: a JSONL dead letter is keyed 'corpus.jsonl:N' but the fixed "
-                   "line loads as its doc_id's source, so a plain re-ingest never resolves it (only a retry does)")
 def test_reingesting_a_fixed_jsonl_line_resolves_its_dead_letter(make_engine: EngineFactory,
                                                                  write_corpus: CorpusWriter) -> None:
     corpus = write_corpus({"corpus.jsonl": jsonl(JSONL_GOOD, JSONL_NO_TEXT)})
@@ -138,8 +136,6 @@ def test_reingesting_a_fixed_jsonl_line_resolves_its_dead_letter(make_engine: En
     assert engine.dead_letters() == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG ingest.run: a duplicate doc_id's dead letter has location = path = the "
-                   "document's source, not FILE:LINE, so a retry reads a file named after the doc id ('cannot read')")
 def test_a_duplicate_doc_id_dead_letter_names_its_file_and_line(make_engine: EngineFactory,
                                                                write_corpus: CorpusWriter) -> None:
     corpus = write_corpus({"x.jsonl": '{"doc_id": "z", "text": "one"}\n{"doc_id": "z", "text": "two"}\n'})

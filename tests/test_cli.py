@@ -170,8 +170,6 @@ def test_invalid_search_options_are_usage_errors(invoke: Invoke, args: tuple[str
         assert "bm25, dense, hybrid" in result.output
 
 
-@pytest.mark.xfail(strict=True, reason="BUG cli.batches_cmd: at the default 80 columns (any pipe or CI log) rich "
-                   "truncates the batch column to 'b2026…', so the id to pass to `rollback` cannot be read")
 def test_batches_shows_whole_batch_ids_at_80_columns(invoke: Invoke, corpus: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     report = as_json(invoke("ingest", str(corpus), "--json", "--label", "a label long enough to need room"))

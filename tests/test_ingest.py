@@ -161,9 +161,6 @@ def test_heading_anchors_and_fences() -> None:
         (2, "Custom", "my-id")]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG markdown.find_headings: an anchor can repeat within a document "
-                   "(a heading whose slug equals an earlier suffixed or custom id); GitHub and Hugo keep "
-                   "counting until the id is unused: checks-1-1, rollout-1")
 def test_heading_anchors_are_unique_within_a_document() -> None:
     text = "## Checks\n\n## Checks\n\n## Checks 1\n\n## Rollout {#rollout}\n\n## Rollout\n"
     anchors = [h.anchor for h in find_headings(text)]

@@ -113,11 +113,6 @@ def test_a_file_from_a_newer_schema_is_refused(tmp_path: Path) -> None:
         SqliteStore(tmp_path / "idx")
 
 
-_DEAD_LETTER_ROLLBACK_BUG = (
-    "BUG SqliteStore.rollback: it deletes every dead letter whose batch_id is the rolled-back batch and "
-    "restores none that the batch resolved, so a document that still fails (or is no longer indexed) "
-    "vanishes from the dead-letter list")
-
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteStore]:
@@ -126,7 +121,6 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
     s.close()
 
 
-@pytest.mark.xfail(strict=True, reason=_DEAD_LETTER_ROLLBACK_BUG)
 def test_rollback_restores_a_dead_letter_the_batch_resolved(store: SqliteStore) -> None:
     store.commit_batch(batch("b1", dead_letters=[dead_letter("bad.md", "b1")]))
     store.commit_batch(batch("b2", document([make_chunk("bad", 0, "fixed")], [axis(0)]), resolved=["bad.md"]))
@@ -134,7 +128,6 @@ def test_rollback_restores_a_dead_letter_the_batch_resolved(store: SqliteStore) 
     assert [d.source for d in store.dead_letters()] == ["bad.md"]  # ...so its dead letter must be back
 
 
-@pytest.mark.xfail(strict=True, reason=_DEAD_LETTER_ROLLBACK_BUG)
 def test_rollback_keeps_a_dead_letter_that_failed_before_the_batch(store: SqliteStore) -> None:
     store.commit_batch(batch("b1", dead_letters=[dead_letter("bad.md", "b1")]))
     store.commit_batch(batch("b2", dead_letters=[dead_letter("bad.md", "b2")]))  # failed again: attempts 2

@@ -99,7 +99,7 @@ class Engine:
 
     def _ingest(self, items: Iterable[Document | LoadFailure], overlay: Any, label: str,
                 progress: Progress | None, resolved: Sequence[str] = ()) -> IngestReport:
-        known = [d.source for d in self.store.dead_letters()]
+        known = self.store.dead_letters()
         return ingest(self.store, lambda: self.embedder, items, chunking=self.config.chunking,
                       families=FamilyRules.from_config(self.config.families), overlay=overlay,
                       cache=self.embedding_cache, batch_size=self.config.embedding.batch_size, label=label,

@@ -61,6 +61,7 @@ class Document:
     provenance: Provenance = field(default_factory=Provenance)
     fmt: str = "text"  # markdown | text (html is converted to markdown when loaded)
     body_start: int = 0  # where the body starts in `text` (after front matter)
+    origin: str = ""  # where it was loaded from: a file, or FILE:LINE of a JSONL corpus
 
 
 @dataclass(frozen=True)

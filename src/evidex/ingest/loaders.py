@@ -65,8 +65,9 @@ def load_file(file: Path, source: str) -> Document | LoadFailure:
         if suffix in HTML_SUFFIXES:
             title, body = html_to_markdown(text)
             return Document(doc_id=source, source=source, title=title or _stem_title(source), text=body,
-                            fmt="markdown")
-        return Document(doc_id=source, source=source, title=_stem_title(source), text=text, fmt="text")
+                            fmt="markdown", origin=str(file))
+        return Document(doc_id=source, source=source, title=_stem_title(source), text=text, fmt="text",
+                        origin=str(file))
     except IngestError as exc:
         return LoadFailure(source, exc.reason, exc.location or str(file), str(file))
     except OSError as exc:
@@ -81,7 +82,7 @@ def _markdown_document(text: str, source: str, location: str) -> Document:
         h1 = [h for h in find_headings(text[body_start:]) if h.level == 1]
         title = h1[0].title if h1 else _stem_title(source)
     return Document(doc_id=source, source=source, title=title.strip(), text=text, provenance=provenance,
-                    fmt="markdown", body_start=body_start)
+                    fmt="markdown", body_start=body_start, origin=location)
 
 
 def _stem_title(source: str) -> str:
@@ -143,7 +144,7 @@ def _jsonl_document(line: str, location: str) -> Document:
         raise IngestError("'source' must be a string", location=location)
     provenance = Provenance(**provenance_fields(item, location))
     return Document(doc_id=str(doc_id), source=source, title=title.strip(), text=text,
-                    provenance=provenance, fmt="text")
+                    provenance=provenance, fmt="text", origin=location)
 
 
 class _HtmlToMarkdown(HTMLParser):

@@ -118,7 +118,7 @@ class Heading:
 def find_headings(text: str) -> list[Heading]:
     """ATX headings outside fenced code, with the anchors a rendered site gives them."""
     fenced = _fenced_ranges(text)
-    seen: dict[str, int] = {}
+    used: set[str] = set()
     headings = []
     for m in _HEADING.finditer(text):
         if any(a <= m.start() < b for a, b in fenced):
@@ -127,10 +127,12 @@ def find_headings(text: str) -> list[Heading]:
         custom = _CUSTOM_ID.search(raw)
         title = _CUSTOM_ID.sub("", raw).strip()
         anchor = custom.group(1) if custom else slugify(title)
-        if not custom:  # duplicate headings get -1, -2 ... as GitHub and Hugo do
-            n = seen.get(anchor, 0)
-            seen[anchor] = n + 1
-            anchor = f"{anchor}-{n}" if n else anchor
+        if not custom:  # a repeated id gets -1, -2 ... (the first unused), as GitHub and Hugo do
+            base, n = anchor, 0
+            while anchor in used:
+                n += 1
+                anchor = f"{base}-{n}"
+        used.add(anchor)
         headings.append(Heading(len(m.group(1)), _plain(title), anchor, m.start()))
     return headings
 

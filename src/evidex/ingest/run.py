@@ -83,7 +83,7 @@ def chunk_document(doc: Document, chunking: ChunkingConfig, indexed_at: datetime
 def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Document | LoadFailure], *,
            chunking: ChunkingConfig, families: FamilyRules, overlay: Mapping[str, Mapping[str, Any]] | None,
            cache: EmbeddingCache | None, batch_size: int = 32, label: str = "",
-           known_dead_letters: Iterable[str] = (), resolved_dead_letters: Sequence[str] = (),
+           known_dead_letters: Iterable[DeadLetter] = (), resolved_dead_letters: Sequence[str] = (),
            progress: Progress | None = None) -> IngestReport:
     """Ingest `items` as one batch. `embedder` is called only if something needs embedding."""
     started = time.perf_counter()
@@ -103,12 +103,13 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
             letters.append(DeadLetter(item.source, item.reason, batch_id, now, item.location, path=item.path))
             continue
         if item.doc_id in seen:
-            letters.append(DeadLetter(item.source, f"duplicate doc_id {item.doc_id!r} in this batch", batch_id,
-                                      now, item.source))
+            where = item.origin or item.source
+            letters.append(DeadLetter(f"{item.source}@{where}", f"duplicate doc_id {item.doc_id!r} in this batch",
+                                      batch_id, now, where, path=where))
             continue
         seen.add(item.doc_id)
         doc = _with_metadata(item, overlay, families)
-        loaded_sources.add(doc.source)
+        loaded_sources.update((doc.source, doc.origin))
         digest = doc_hash(doc, chunking)
         if existing.get(doc.doc_id) == digest:
             unchanged += 1
@@ -139,7 +140,8 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
                                         vectors[offset:offset + len(doc_chunks)]))
             offset += len(doc_chunks)
     failed = {letter.source for letter in letters}
-    resolved = tuple(dict.fromkeys([*(s for s in known_dead_letters if s in loaded_sources),
+    resolved = tuple(dict.fromkeys([*(d.source for d in known_dead_letters
+                                      if d.source in loaded_sources or (d.path and d.path in loaded_sources)),
                                     *(s for s in resolved_dead_letters if s not in failed)]))
     if writes or letters or resolved:
         store.commit_batch(BatchWrite(batch_id, label, tuple(writes), unchanged, tuple(letters), resolved))

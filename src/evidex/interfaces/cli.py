@@ -172,10 +172,11 @@ def batches_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
     """Every ingest batch with its status."""
     with open_engine(config, index) as engine:
         batches = run(engine.batches)
-    table = Table("batch", "status", "added", "replaced", "unchanged", "dead letters", "finished", "label")
+    table = Table("status", "added", "replaced", "unchanged", "dead letters", "finished", "label")
+    table.add_column("batch", no_wrap=True, min_width=24)
     for b in batches:
-        table.add_row(b.batch_id, b.status, str(b.added), str(b.replaced), str(b.unchanged), str(b.dead_letters),
-                      b.finished_at.isoformat() if b.finished_at else "-", b.label)
+        table.add_row(b.status, str(b.added), str(b.replaced), str(b.unchanged), str(b.dead_letters),
+                      b.finished_at.isoformat() if b.finished_at else "-", b.label, b.batch_id)
     out.print(table)
 
 

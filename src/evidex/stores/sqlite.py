@@ -57,6 +57,27 @@ MIGRATIONS = [
         source TEXT PRIMARY KEY, reason TEXT NOT NULL, location TEXT NOT NULL, path TEXT NOT NULL,
         batch_id TEXT NOT NULL, failed_at TEXT NOT NULL, attempts INTEGER NOT NULL);
     """,
+    # 2: dead letters become an event log (failed / resolved, per batch), so a rollback restores exactly
+    # the dead-letter list as it was before the batch.
+    """
+    CREATE TABLE dead_letter_events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT NOT NULL, kind TEXT NOT NULL,
+        reason TEXT NOT NULL, location TEXT NOT NULL, path TEXT NOT NULL, batch_id TEXT NOT NULL,
+        at TEXT NOT NULL);
+    CREATE INDEX dead_letter_events_source ON dead_letter_events(source, seq);
+    INSERT INTO dead_letter_events (source, kind, reason, location, path, batch_id, at)
+        SELECT source, 'failed', reason, location, path, batch_id, failed_at FROM dead_letters;
+    DROP TABLE dead_letters;
+    CREATE VIEW dead_letters AS
+        SELECT e.source AS source, e.reason AS reason, e.location AS location, e.path AS path,
+               e.batch_id AS batch_id, e.at AS failed_at,
+               (SELECT COUNT(*) FROM dead_letter_events f WHERE f.source = e.source AND f.kind = 'failed'
+                  AND f.seq > COALESCE((SELECT MAX(g.seq) FROM dead_letter_events g
+                                        WHERE g.source = e.source AND g.kind = 'resolved'), 0)) AS attempts
+        FROM dead_letter_events e
+        WHERE e.seq = (SELECT MAX(seq) FROM dead_letter_events h WHERE h.source = e.source)
+          AND e.kind = 'failed';
+    """,
 ]
 
 _CHUNK_COLUMNS = (
@@ -150,13 +171,14 @@ class SqliteStore:
                         self._insert(chunk, doc.doc_hash, batch.batch_id, vector)
                 for letter in batch.dead_letters:
                     self._db.execute(
-                        "INSERT INTO dead_letters VALUES (?,?,?,?,?,?,1) ON CONFLICT(source) DO UPDATE SET "
-                        "reason=excluded.reason, location=excluded.location, path=excluded.path, "
-                        "batch_id=excluded.batch_id, failed_at=excluded.failed_at, attempts=attempts+1",
+                        "INSERT INTO dead_letter_events (source, kind, reason, location, path, batch_id, at) "
+                        "VALUES (?, 'failed', ?, ?, ?, ?, ?)",
                         (letter.source, letter.reason, letter.location, letter.path or letter.location,
                          batch.batch_id, format_time(letter.failed_at)))
                 for source in batch.resolved_dead_letters:
-                    self._db.execute("DELETE FROM dead_letters WHERE source=?", (source,))
+                    self._db.execute(
+                        "INSERT INTO dead_letter_events (source, kind, reason, location, path, batch_id, at) "
+                        "VALUES (?, 'resolved', '', '', '', ?, ?)", (source, batch.batch_id, started))
                 added = sum(len(d.chunks) for d in batch.documents)
                 self._db.execute(
                     "INSERT INTO batches (batch_id, label, started_at, finished_at, status, added, replaced, "
@@ -224,7 +246,7 @@ class SqliteStore:
                     self._db.execute("INSERT INTO records_fts (rowid, title, text) VALUES (?,?,?)",
                                      (row["rowid"], row["title"], row["text"]))
                 self._db.execute("UPDATE records SET retired_by=NULL WHERE retired_by=?", (batch_id,))
-                self._db.execute("DELETE FROM dead_letters WHERE batch_id=?", (batch_id,))
+                self._db.execute("DELETE FROM dead_letter_events WHERE batch_id=?", (batch_id,))
                 self._db.execute("UPDATE batches SET status='rolled-back' WHERE batch_id=?", (batch_id,))
                 self._bump_generation()
                 self._db.execute("COMMIT")
@@ -316,10 +338,6 @@ class SqliteStore:
         return [DeadLetter(source=r["source"], reason=r["reason"], batch_id=r["batch_id"],
                            failed_at=_time(r["failed_at"]) or datetime.now(UTC), location=r["location"],
                            attempts=r["attempts"], path=r["path"]) for r in rows]
-
-    def dead_letter_paths(self) -> dict[str, str]:
-        with self._lock:
-            return {r[0]: r[1] for r in self._db.execute("SELECT source, path FROM dead_letters")}
 
     def snapshot_id(self) -> str:
         with self._lock:
