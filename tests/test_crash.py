@@ -250,4 +250,4 @@ def test_sigkill_during_ingest_leaves_the_last_committed_state(tmp_path: Path, e
             assert c.wait_for("done"), "".join(c.log)
             assert c.proc.wait(timeout=60) == 0, "".join(c.log)
         assert check() == "after"
-    assert c.log[-1].strip() == "done -", "".join(c.log)
+    assert "done -\n" in c.log, "".join(c.log)  # the second re-run had nothing to do

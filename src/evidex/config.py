@@ -77,6 +77,7 @@ class EvidenceConfig:
     exact_token_bonus: float = 0.1
     cross_encoder_dir: str = ""  # a local sentence-transformers or ONNX cross-encoder; empty = none
     cross_encoder_top_n: int = 30
+    requery_threshold: float = 0.7  # coverage below this recommends re-query
     grade_correct: float = 0.55
     grade_incorrect: float = 0.15
 
@@ -87,6 +88,7 @@ class GateConfig:
     visibility: str = "reasons-except-access"  # reasons-except-access | counts-only | all-reasons
     default_principal: str = "anonymous"
     default_labels: str = ""  # comma-separated labels of the default principal (CLI / MCP stdio)
+    default_owner: str = ""  # who takes the next step when no rejected record names an owner
     audit_log: str = "audit.jsonl"  # relative to the index directory; empty = off
 
 

@@ -10,11 +10,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from evidex.admission.gate import AdmissionGate, GatePolicy
+import hashlib
+from datetime import UTC, datetime
+
+from evidex.admission.audit import AuditLog
+from evidex.admission.gate import AdmissionGate, GatePolicy, Principal, RejectionVisibility
+from evidex.admission.verification import Verification, VerificationLog
 from evidex.config import Config
 from evidex.embedding.cache import EmbeddingCache
 from evidex.embedding.protocol import Embedder
-from evidex.errors import BackendUnavailable, ConfigError
+from evidex.errors import BackendUnavailable, ConfigError, StoreError
+from evidex.evidence.plan import EvidencePlan
+from evidex.result import ResultContext, build_result, decision_json
 from evidex.ingest.loaders import LoadFailure, iter_documents, load_file, read_jsonl_line
 from evidex.ingest.provenance import load_overlay
 from evidex.ingest.run import FamilyRules, Progress, ingest
@@ -37,6 +44,9 @@ def open_store(config: Config) -> Store:
     raise ConfigError(f"config key 'index.backend': unknown backend {config.index.backend!r}")
 
 
+VERIFICATIONS_FILE = "verifications.sqlite"
+
+
 def configured_embedder(config: Config) -> Embedder:
     """The embedder `config` names (built from the packaged model on first use; no download)."""
     from evidex.embedding import default_model_dir, load_embedder
@@ -56,6 +66,7 @@ class Engine:
         self._embedder_lock = threading.Lock()
         self._cache: EmbeddingCache | None = None
         self._parts: PipelineParts | None = None
+        self._verifications: VerificationLog | None = None
 
     @classmethod
     def open(cls, config: Config | None = None, *, embedder: Embedder | None = None,
@@ -122,6 +133,52 @@ class Engine:
     def run(self, request: SearchRequest) -> SearchOutcome:
         """The full evidence pipeline for one request (see `evidex.pipeline`)."""
         return run_search(self.pipeline_parts(), request)
+
+    def default_principal(self) -> Principal:
+        g = self.config.gate
+        return Principal.of(g.default_principal, [x.strip() for x in g.default_labels.split(",") if x.strip()])
+
+    @property
+    def verifications(self) -> VerificationLog:
+        if self._verifications is None:
+            self._verifications = VerificationLog(self.config.index_dir / VERIFICATIONS_FILE)
+        return self._verifications
+
+    def search_with_reasoning(self, query: str, aspect_focus: str | None = None, *, k: int = 10,
+                              principal: Principal | None = None, retrieved_at: datetime | None = None,
+                              plan: EvidencePlan | None = None) -> dict[str, Any]:
+        """The agent tool: the decision for `query` as seen by `principal` at `retrieved_at` (JSON-ready)."""
+        principal = principal or self.default_principal()
+        request = SearchRequest(query=query, k=k, principal=principal, retrieved_at=retrieved_at,
+                                aspect_focus=aspect_focus, plan=plan)
+        outcome = self.run(request)
+        verified = {c.chunk.record_id: self.verifications.for_record(
+            c.chunk.record_id, c.chunk.provenance.source_version, as_of=outcome.retrieved_at)
+            for c in outcome.context}
+        policy = self.pipeline_parts().gate
+        visibility = policy.policy.visibility if policy else RejectionVisibility.REASONS_EXCEPT_ACCESS
+        ctx = ResultContext(snapshot_id=self.store.snapshot_id(), config_hash=self.config.hash(),
+                            embedding_model=self.embedder.fingerprint, chunk_size=self.config.chunking.max_chars,
+                            visibility=visibility, requery_threshold=self.config.evidence.requery_threshold,
+                            default_owner=self.config.gate.default_owner or None)
+        result = build_result(outcome, ctx, verified)
+        if self.config.gate.audit_log and outcome.gate is not None:
+            log = AuditLog(self.config.index_dir / self.config.gate.audit_log)
+            request_id = hashlib.sha256(decision_json(result).encode()).hexdigest()[:16]
+            log.append(outcome.gate, request_id=request_id, principal=principal,
+                       retrieved_at=outcome.retrieved_at, query=query)
+        return result
+
+    def verify(self, record_id: str, *, claim: str, by: str, at: datetime | None = None) -> Verification:
+        """Record that a person checked `claim` against the record's current source version."""
+        chunk = self.show(record_id)
+        if chunk is None:
+            raise StoreError(f"no live record {record_id!r}")
+        if not claim.strip() or not by.strip():
+            raise ConfigError("a verification needs a non-empty --claim and --by")
+        version = chunk.provenance.source_version or f"content:{chunk.content_hash[:16]}"
+        return self.verifications.record(record_id, version, claim.strip(), by.strip(),
+                                         at or datetime.now(UTC).replace(microsecond=0))
 
     # ---- operations ---------------------------------------------------------------------------------
     def rollback(self, batch_id: str | None = None) -> BatchInfo:

@@ -143,11 +143,18 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
 
             added, attempts = rescue(parts.store, plan.families, ranked, wide_limit=ev.wide_limit,
                                      min_matches=ev.min_matches, base_filters=None, to_candidates=sparse_candidates)
-            bridged, searches = ([], []) if not ev.bridge_from_top else bridge(
-                parts.store, request.query, ranked, from_top=ev.bridge_from_top,
+            # Names are only followed out of text the requester may read: a restricted page must not steer
+            # (or, through the trace, reveal) what else is found.
+            sources = ranked[: ev.bridge_from_top * 2]
+            if parts.gate is not None and request.principal is not None:
+                sources = list(parts.gate.admit(sources, request.principal, retrieved_at).admitted)
+            bridged, searches = ([], []) if not (ev.bridge_from_top and plan.chained) else bridge(
+                parts.store, request.query, sources, from_top=ev.bridge_from_top,
                 max_entities=ev.bridge_max_searches, limit=10, to_candidates=sparse_candidates,
                 hops=ev.bridge_hops)
             linked = frozenset(r for s in searches for r in s.linked)
+            known = {c.chunk.record_id for c in [*pool, *added]}
+            bridged = [c for c in bridged if c.chunk.record_id not in known]
             if added or bridged or linked:
                 # Rescued chunks enter at the retrieval floor and are scored with the rest of the pool.
                 floor = min((c.score for c in pool), default=0.0)

@@ -52,7 +52,7 @@ def oracle_plan(question: Question) -> EvidencePlan:
     """The plan the questions file gives: its families with their rescue queries (and aspects)."""
     families = [RequiredFamily(name=f.name, rescue_query=f.rescue_query or question.text,
                                source_regex=f.source_regex, doc_ids=f.doc_ids) for f in question.families]
-    return explicit_plan(families, question.aspects)
+    return explicit_plan(families, question.aspects, question.text)
 
 
 def _evidence(switches: StageSwitches) -> PipelineFn:

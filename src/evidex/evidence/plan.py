@@ -120,10 +120,16 @@ class EvidencePlan:
     source: PlanSource
     shape: str | None = None
     notes: tuple[str, ...] = field(default=())
+    chained: bool = False  # one clause describing an unnamed entity: follow names (bridging) to find it
+
+    @property
+    def composition(self) -> str:
+        return "chain" if self.chained else "parallel"
 
     def to_dict(self) -> dict[str, object]:
         return {"source": self.source.value, "shape": self.shape, "aspects": list(self.aspects),
-                "families": [f.to_dict() for f in self.families], "notes": list(self.notes)}
+                "families": [f.to_dict() for f in self.families], "composition": self.composition,
+                "notes": list(self.notes)}
 
 
 # ---- automatic planning ----------------------------------------------------------------------------
@@ -212,7 +218,16 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     unique = unique[:max_aspects]
     families = tuple(RequiredFamily(name=a, rescue_query=a, aspect_terms=terms(a)) for a in unique)
     source = PlanSource.AUTO if families else PlanSource.NONE
-    return EvidencePlan(families=families, aspects=tuple(unique), source=source)
+    return EvidencePlan(families=families, aspects=tuple(unique), source=source, chained=is_chained(question))
+
+
+_RELATIVE = re.compile(r"\b(?:who|whom|whose|where|which|that|when)\b|\bof\s+(?:the|a|an)\b", re.I)
+
+
+def is_chained(question: str) -> bool:
+    """A question composed by nesting ("the country where the composer of X was born") rather than by
+    conjunction ("how do I A, and how do I B"): one clause that describes what it asks about."""
+    return len(sub_questions(question)) <= 1 and _RELATIVE.search(question) is not None
 
 
 def focus_plan(plan: EvidencePlan, aspect_focus: str | None) -> EvidencePlan:
@@ -226,7 +241,7 @@ def focus_plan(plan: EvidencePlan, aspect_focus: str | None) -> EvidencePlan:
     existing = next((f for f in plan.families if f.name == focus), None)
     aspects = (focus, *[a for a in plan.aspects if a != focus])
     return EvidencePlan(families=(existing or first, *kept), aspects=aspects, source=plan.source,
-                        shape=plan.shape, notes=(*plan.notes, f"aspect focus: {focus}"))
+                        shape=plan.shape, notes=(*plan.notes, f"aspect focus: {focus}"), chained=plan.chained)
 
 
 @dataclass(frozen=True)
@@ -257,11 +272,12 @@ def plan_question(question: str, *, shapes: Sequence[QuestionShape] = (), explic
         if shape is not None:
             auto = auto_plan(question, max_aspects=max_aspects)
             chosen = EvidencePlan(families=shape.families, aspects=auto.aspects, source=PlanSource.SHAPE,
-                                  shape=shape.name)
+                                  shape=shape.name, chained=auto.chained)
         else:
             chosen = auto_plan(question, max_aspects=max_aspects)
     return focus_plan(chosen, aspect_focus)
 
 
-def explicit_plan(families: Sequence[RequiredFamily], aspects: Sequence[str] = ()) -> EvidencePlan:
-    return EvidencePlan(families=tuple(families), aspects=tuple(aspects), source=PlanSource.CALLER)
+def explicit_plan(families: Sequence[RequiredFamily], aspects: Sequence[str] = (), question: str = "") -> EvidencePlan:
+    return EvidencePlan(families=tuple(families), aspects=tuple(aspects), source=PlanSource.CALLER,
+                        chained=is_chained(question) if question else False)

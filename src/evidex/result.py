@@ -1,0 +1,165 @@
+"""The result an agent (or a person) gets: JSON-stable and replayable.
+
+Everything but the `cost` block (wall-clock timings) is a pure function of the request, the index
+snapshot and the configuration, so `decision_json()` of the same request on the same snapshot is byte
+for byte identical. Rejected records appear only as ids and reason codes, never with text, title or
+excerpt; access rejections only as a count unless the gate's visibility policy says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from evidex.admission.gate import RejectionVisibility
+from evidex.admission.verification import EvidenceStatus, Verification, status_of
+from evidex.evidence.assemble import group_by_source
+from evidex.ingest.provenance import format_time
+from evidex.pipeline import SearchOutcome
+from evidex.signals.compute import confidence, coverage, features, recommend, source_diversity
+from evidex.types import Candidate
+
+RESULT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ResultContext:
+    """What the result needs to know beyond the outcome."""
+
+    snapshot_id: str
+    config_hash: str
+    embedding_model: str
+    chunk_size: int
+    visibility: RejectionVisibility
+    requery_threshold: float = 0.7
+    default_owner: str | None = None
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 6)
+
+
+def _chunk(c: Candidate, outcome: SearchOutcome, verifications: dict[str, list[Verification]]) -> dict[str, Any]:
+    ch = c.chunk
+    p = ch.provenance
+    vs = verifications.get(ch.record_id, [])
+    admitted = outcome.gate is not None
+    status = status_of(True, vs) if admitted else EvidenceStatus.CANDIDATE_FOUND
+    grade = outcome.graded.grades.get(ch.record_id) if outcome.graded else None
+    citation = f"{p.citation_uri}#{ch.citation_anchor}" if p.citation_uri and ch.citation_anchor else None
+    return {
+        "record_id": ch.record_id,
+        "doc_id": ch.doc_id,
+        "chunk_index": ch.chunk_index,
+        "heading": ch.heading,
+        "citation": citation,
+        "citation_anchor": ch.citation_anchor,
+        "span": [ch.span_start, ch.span_end],
+        "evidence_family": p.evidence_family,
+        "meets": [f.name for f in outcome.plan.families if f.matches(ch)],
+        "status": status.value,
+        "verifications": [{"claim": v.claim, "verified_by": v.verified_by,
+                           "verified_at": format_time(v.verified_at)} for v in vs if v.is_current],
+        "grade": grade.value if grade else None,
+        "score": _round(c.score),
+        "scores": {k: _round(v) for k, v in c.scores},
+        "dense_score": _round(c.dense_score),
+        "sparse_score": _round(c.sparse_score),
+        "provenance": {
+            "source_version": p.source_version, "published_at": format_time(p.published_at),
+            "expires_at": format_time(p.expires_at), "authority_tier": p.authority_tier,
+            "access_labels": list(p.access_labels), "owner": p.owner, "batch_id": ch.batch_id,
+        },
+        "text": ch.text,
+    }
+
+
+def build_result(outcome: SearchOutcome, ctx: ResultContext,
+                 verifications: dict[str, list[Verification]] | None = None) -> dict[str, Any]:
+    started = time.perf_counter()
+    verifications = verifications or {}
+    req = outcome.request
+    evidence = []
+    for group in group_by_source(outcome.context):
+        first = group[0].chunk
+        evidence.append({"source": first.source, "title": first.title, "citation_uri": first.provenance.citation_uri,
+                         "chunks": [_chunk(c, outcome, verifications) for c in group]})
+    cov = coverage(outcome)
+    rec = recommend(outcome, cov, threshold=ctx.requery_threshold, default_owner=ctx.default_owner)
+    feats = features(outcome)
+    gate = outcome.gate
+    rejected = gate.to_dict(ctx.visibility) if gate is not None else None
+    if rejected is not None:
+        rejected.pop("admitted", None)
+    stages = outcome.trace.to_dict(timing=False)
+    signals_ms = (time.perf_counter() - started) * 1000
+    return {
+        "version": RESULT_VERSION,
+        "request": {
+            "query": req.query, "k": req.k, "aspect_focus": req.aspect_focus,
+            "principal": ({"name": req.principal.name, "labels": list(req.principal.labels)}
+                          if req.principal else None),
+            "retrieved_at": format_time(outcome.retrieved_at),
+            "plan": outcome.plan.to_dict() if req.plan is not None else None,
+            "mode": req.mode.value,
+        },
+        "index": {"snapshot_id": ctx.snapshot_id, "config_hash": ctx.config_hash},
+        "plan": outcome.plan.to_dict(),
+        "decision": {
+            "recommendation": rec.to_dict(),
+            "stop_condition": rec.reason if rec.action == "stop" else None,
+            "grade": outcome.graded.overall.value if outcome.graded else None,
+        },
+        "families": [{"name": f.name, "status": f.status, "record_ids": list(f.record_ids),
+                      "reasons": list(f.reasons)} for f in outcome.families],
+        "evidence": evidence,
+        "expanded": [list(pair) for pair in outcome.expanded],
+        "rejected": rejected,
+        "signals": {
+            "confidence": round(confidence(feats), 4),
+            "features": {k: round(v, 4) for k, v in sorted(feats.items())},
+            "source_diversity": source_diversity(outcome),
+            "coverage": cov,
+        },
+        "retrieval_metadata": {
+            "embedding_model": ctx.embedding_model, "chunk_size": ctx.chunk_size, "top_k": req.k,
+            "mode": req.mode.value, "reranker": outcome.reranker, "index_snapshot": ctx.snapshot_id,
+            "config_hash": ctx.config_hash, "gate": "on" if gate is not None else "off",
+        },
+        "trace": stages,
+        "cost": {
+            "latency_ms": {**{s.name: round(s.ms, 3) for s in outcome.trace.stages},
+                           "signals": round(signals_ms, 3),
+                           "total": round(outcome.trace.total_ms() + signals_ms, 3)},
+            "model_tokens": 0,  # no generative model is called by evidex
+        },
+    }
+
+
+def decision_json(result: dict[str, Any]) -> str:
+    """The deterministic part of a result as canonical JSON (everything but `cost`)."""
+    stable = {k: v for k, v in result.items() if k != "cost"}
+    return json.dumps(stable, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def first_difference(a: Any, b: Any, path: str = "$") -> str | None:
+    """The JSON path of the first place two results differ, or None."""
+    if type(a) is not type(b):
+        return f"{path}: {a!r} != {b!r}"
+    if isinstance(a, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                return f"{path}.{key}: present in only one result"
+            diff = first_difference(a[key], b[key], f"{path}.{key}")
+            if diff:
+                return diff
+        return None
+    if isinstance(a, list):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            diff = first_difference(x, y, f"{path}[{i}]")
+            if diff:
+                return diff
+        return None if len(a) == len(b) else f"{path}: {len(a)} items != {len(b)} items"
+    return None if a == b else f"{path}: {a!r} != {b!r}"

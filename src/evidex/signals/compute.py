@@ -1,0 +1,141 @@
+"""Signals for agents, computed from a pipeline outcome in well under a millisecond: confidence, source
+diversity, coverage, and the recommendation (proceed / re-query / stop)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+from urllib.parse import urlparse
+
+from evidex.evidence.grade import Grade
+from evidex.evidence.plan import RequiredFamily, terms
+from evidex.pipeline import SearchOutcome
+
+STOP_CONDITION = "stop-no-fresh-authorized-citable-source"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    action: str  # proceed | re-query | stop
+    reason: str
+    focus: tuple[str, ...] = ()  # aspects to re-query with (re-query)
+    owner: str | None = None  # who can take the next step (stop)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "reason": self.reason, "focus": list(self.focus), "owner": self.owner}
+
+
+@lru_cache(maxsize=1)
+def confidence_model() -> dict[str, Any]:
+    """Fitted logistic-regression parameters (scripts/fit_confidence.py writes them; data, not code)."""
+    text = resources.files("evidex").joinpath("data/confidence.json").read_text(encoding="utf-8")
+    return dict(json.loads(text))
+
+
+def features(outcome: SearchOutcome) -> dict[str, float]:
+    """The quantities confidence is fitted on. All in [0, 1] or small ranges; cheap to compute."""
+    ctx = outcome.context
+    scores = sorted((c.score for c in ctx), reverse=True)
+    families = outcome.families
+    covered = sum(1 for f in families if f.status == "covered")
+    coverage = covered / len(families) if families else 1.0
+    top = scores[0] if scores else 0.0
+    lexical = [dict(c.scores).get("lexical", 0.0) for c in ctx]
+    q_terms = set(terms(outcome.request.query))
+    found_terms = set()
+    for c in ctx:
+        found_terms |= q_terms & set(terms(c.chunk.text + " " + c.chunk.title))
+    return {
+        "coverage": coverage,
+        "top_score": top,
+        "mean_score": sum(scores) / len(scores) if scores else 0.0,
+        "margin": (scores[0] - scores[min(len(scores) - 1, 4)]) if scores else 0.0,
+        "top_lexical": max(lexical, default=0.0),
+        "query_term_coverage": len(found_terms) / len(q_terms) if q_terms else 0.0,
+        "dense_top": max((c.dense_score or 0.0 for c in ctx), default=0.0),
+        "n_context": len(ctx) / max(1, outcome.request.k),
+    }
+
+
+def confidence(feats: dict[str, float]) -> float:
+    model = confidence_model()
+    z = float(model["intercept"]) + sum(float(w) * feats.get(name, 0.0) for name, w in model["weights"].items())
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def source_diversity(outcome: SearchOutcome) -> dict[str, Any]:
+    chunks = [c.chunk for c in outcome.context]
+    domains = {urlparse(c.provenance.citation_uri).netloc for c in chunks if c.provenance.citation_uri}
+    dates = sorted(c.provenance.published_at for c in chunks if c.provenance.published_at is not None)
+    return {
+        "sources": len({c.source for c in chunks}),
+        "documents": len({c.doc_id for c in chunks}),
+        "domains": len(domains),
+        "date_span_days": (dates[-1] - dates[0]).days if len(dates) > 1 else 0,
+        "oldest": dates[0].strftime("%Y-%m-%d") if dates else None,
+        "newest": dates[-1].strftime("%Y-%m-%d") if dates else None,
+    }
+
+
+def aspect_coverage(outcome: SearchOutcome) -> tuple[list[str], list[str]]:
+    covered, missing = [], []
+    for aspect in outcome.plan.aspects:
+        probe = RequiredFamily(name=aspect, rescue_query=aspect, aspect_terms=terms(aspect))
+        (covered if any(probe.matches(c.chunk) for c in outcome.context) else missing).append(aspect)
+    return covered, missing
+
+
+def coverage(outcome: SearchOutcome) -> dict[str, Any]:
+    covered, missing = aspect_coverage(outcome)
+    total = len(covered) + len(missing)
+    by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
+    for f in outcome.families:
+        by_status[f.status].append(f.name)
+    return {
+        "aspects_covered": covered,
+        "aspects_missing": missing,
+        "ratio": round(len(covered) / total, 4) if total else 1.0,
+        "families_covered": by_status["covered"],
+        "families_missing": by_status["missing"],
+        "families_found_but_rejected": by_status["found-but-rejected"],
+    }
+
+
+def is_stop(outcome: SearchOutcome) -> bool:
+    """Nothing admissible and relevant remains: no context at all, or only noise after grading, while
+    candidates were rejected by the gate."""
+    if not outcome.context:
+        return True
+    rejected = outcome.gate is not None and bool(outcome.gate.rejected)
+    no_valid = outcome.graded is not None and outcome.graded.overall is Grade.INCORRECT
+    return rejected and no_valid
+
+
+def next_step_owner(outcome: SearchOutcome, fallback: str | None) -> str | None:
+    if outcome.gate is None:
+        return fallback
+    owners = Counter(r.owner for r in outcome.gate.rejected if r.owner)
+    return owners.most_common(1)[0][0] if owners else fallback
+
+
+def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float,
+              default_owner: str | None) -> Recommendation:
+    if is_stop(outcome):
+        return Recommendation("stop", STOP_CONDITION, owner=next_step_owner(outcome, default_owner))
+    if cov["families_found_but_rejected"]:
+        # Required evidence exists but this requester may not use it (restricted, expired, uncitable):
+        # a re-query cannot fix that; a person can.
+        return Recommendation("stop", STOP_CONDITION, focus=tuple(cov["families_found_but_rejected"]),
+                              owner=next_step_owner(outcome, default_owner))
+    family_total = len(outcome.families)
+    family_ratio = len(cov["families_covered"]) / family_total if family_total else 1.0
+    ratio = min(cov["ratio"], family_ratio)
+    if ratio < threshold:
+        focus = tuple(cov["aspects_missing"]) or tuple(cov["families_missing"])
+        return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}", focus=focus)
+    return Recommendation("proceed", f"coverage {ratio:.2f}")

@@ -1,0 +1,406 @@
+"""MilvusStore on Milvus Lite: the store contract, plus what only this backend must prove (quoting of
+filter literals, crash repair of its multi-step writes, reopening, configuration).
+
+One Milvus Lite server per module (it starts in ~1 s); every test gets its own pair of collections.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pymilvus")
+pytest.importorskip("milvus_lite")
+
+from hypothesis import given
+from hypothesis import strategies as st
+from milvus_lite.search.filter.tokens import TokenKind, tokenize  # type: ignore[import-untyped]
+
+from evidex.config import Config
+from evidex.errors import BackendUnavailable, ConfigError, StoreError
+from evidex.stores import milvus as milvus_module
+from evidex.stores.milvus import MilvusStore, _literal, collection_name, query_terms
+from evidex.stores.sqlite import SqliteStore
+from evidex.testing.store_contract import (
+    DIM,
+    T0,
+    StoreContract,
+    axis,
+    batch,
+    dead_letter,
+    document,
+    make_chunk,
+    unit,
+)
+from evidex.types import Provenance, SearchFilters
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def lite_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("milvus") / "lite.db")
+
+
+@pytest.fixture
+def open_store(lite_uri: str) -> Iterator[Callable[..., MilvusStore]]:
+    """Opens stores on fresh collections (or on `collection=` again, as a reopen); drops them all after."""
+    opened: list[MilvusStore] = []
+
+    def open_(collection: str | None = None, **kwargs: Any) -> MilvusStore:
+        store = MilvusStore(lite_uri, collection=collection or f"t{next(_names)}", dim=DIM, **kwargs)
+        opened.append(store)
+        return store
+
+    yield open_
+    dropped = set()
+    for store in reversed(opened):  # a test may have closed an earlier store of the same collection
+        if store.collection not in dropped:
+            store.drop()
+            dropped.add(store.collection)
+        store.close()
+
+
+class TestMilvusStore(StoreContract):
+    @pytest.fixture
+    def store(self, open_store: Callable[..., MilvusStore]) -> MilvusStore:
+        return open_store()
+
+
+class TestMilvusStoreInTinyPages(StoreContract):
+    """The contract again with pages of 2 ids and 3 sequence numbers, so every query and scan that pages
+    (`in [...]` lists, scans by sequence range, upserts) crosses page boundaries."""
+
+    @pytest.fixture
+    def store(self, open_store: Callable[..., MilvusStore], monkeypatch: pytest.MonkeyPatch) -> MilvusStore:
+        monkeypatch.setattr(milvus_module, "_PAGE", 2)
+        monkeypatch.setattr(milvus_module, "_SEQ_PAGE", 3)
+        return open_store()
+
+
+# ---- literals: a value is always one string, never a piece of expression --------------------------------
+HOSTILE = ['a" or 1==1 or "', "a' or 1==1 or '", 'back\\slash', 'trailing\\', '\\"', 'new\nline', 'cr\rlf',
+           'tab\tbed', '"', "'", '', 'ünïcode ✓', 'x"] or retired_by != "" or doc_id in ["']
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_literal_reads_back_as_one_string(value: str) -> None:
+    tokens = tokenize(_literal(value))
+    assert [t.kind for t in tokens] == [TokenKind.STRING, TokenKind.EOF]
+    assert tokens[0].value == value
+
+
+@given(st.text())
+def test_any_text_is_quoted_into_exactly_one_literal(value: str) -> None:
+    tokens = tokenize(f"doc_id == {_literal(value)} and x")
+    assert [t.kind for t in tokens] == [TokenKind.IDENT, TokenKind.EQ, TokenKind.STRING, TokenKind.AND,
+                                        TokenKind.IDENT, TokenKind.EOF]
+    assert tokens[2].value == value
+
+
+def test_literal_escapes() -> None:
+    assert _literal('a"b') == '"a\\"b"'
+    assert _literal("a\\b") == '"a\\\\b"'
+    assert _literal("a\nb") == '"a\\nb"'
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_hostile_filter_values_do_not_inject(open_store: Callable[..., MilvusStore], hostile: str) -> None:
+    store = open_store()
+    store.commit_batch(batch(
+        "b1",
+        document([make_chunk("plain", 0, "common words", provenance=Provenance(
+            access_labels=("eng",), evidence_family="deploy"))], [axis(0)]),
+        document([make_chunk(hostile or "empty-id", 0, "common words", source=f"{hostile}.md",
+                             provenance=Provenance(access_labels=(hostile,) if hostile else (),
+                                                   evidence_family=hostile))], [axis(1)])))
+    target = f"{hostile or 'empty-id'}#0"
+    for filters in (SearchFilters(access_labels=(hostile,)), SearchFilters(families=(hostile,)),
+                    SearchFilters(doc_ids=(hostile or "empty-id",))):
+        if not hostile and filters.doc_ids is None:
+            continue  # an empty label / family is not stored as one
+        assert [h.record_id for h in store.search_dense(axis(1), 10, filters)] == [target]
+        assert [h.record_id for h in store.search_sparse("common", 10, filters)] == [target]
+    # The hostile text as a query is words, and as a record id it is just an id.
+    assert {h.record_id for h in store.search_sparse(hostile, 10)} <= {"plain#0", target}
+    assert [c.record_id for c in store.get([target, 'x" or 1==1 or "'])] == [target]
+
+
+def test_query_terms_drop_stopwords_and_operators() -> None:
+    assert query_terms('What is "the" NEAR(pods, ingress)* of snake_case?') == ["near", "pods", "ingress",
+                                                                                  "snake_case"]
+    assert query_terms("the of and ?! _ __") == []
+
+
+# ---- the same answers as the SQLite store (the reference) on random filters -----------------------------
+_SOURCES = ["docs/deploy/a.md", "docs/deploy/b_v2.md", "docs/net/c.md", "blog/d.md", "docs/net/e.md",
+            'odd "quoted" name.md']
+_LABELS = ["eng", "ops", "hr", "a\"b"]
+_FAMILIES = ["deploy", "network", None]
+
+
+@pytest.fixture(scope="module")
+def twin_stores(lite_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SqliteStore, MilvusStore]]:
+    t0 = T0
+    docs = []
+    for i in range(24):
+        provenance = Provenance(
+            access_labels=tuple(sorted({_LABELS[i % 4], _LABELS[(i * 7) % 4]})) if i % 5 else (),
+            evidence_family=_FAMILIES[i % 3], published_at=t0 + timedelta(days=i % 6) if i % 4 else None,
+            expires_at=t0 + timedelta(days=3 + i % 5) if i % 3 else None)
+        chunk = make_chunk(f"d{i}", 0, f"common words number{i % 3} text", source=_SOURCES[i % 6],
+                           provenance=provenance)
+        docs.append(document([chunk], [unit(1.0, i / 10, (i % 5) / 7)]))
+    sqlite = SqliteStore(tmp_path_factory.mktemp("twin"))
+    milvus = MilvusStore(lite_uri, collection="twin", dim=DIM)
+    for store in (sqlite, milvus):
+        store.commit_batch(batch("b1", *docs))
+    yield sqlite, milvus
+    milvus.drop()
+    milvus.close()
+    sqlite.close()
+
+
+_FILTERS = st.builds(
+    SearchFilters,
+    access_labels=st.none() | st.lists(st.sampled_from(_LABELS + ["nobody"]), max_size=3).map(tuple),
+    valid_at=st.none() | st.integers(-2, 12).map(lambda d: T0 + timedelta(days=d / 2)),
+    families=st.none() | st.lists(st.sampled_from(["deploy", "network", "none"]), max_size=2).map(tuple),
+    source_pattern=st.none() | st.sampled_from([r"^docs/", r"deploy", r"_v\d", r"\.md$", r"quoted", r"^zzz"]),
+    doc_ids=st.none() | st.lists(st.sampled_from([f"d{i}" for i in range(30)]), max_size=5).map(tuple))
+
+
+@given(filters=_FILTERS, limit=st.integers(1, 30))
+def test_filters_match_the_sqlite_store(twin_stores: tuple[SqliteStore, MilvusStore], filters: SearchFilters,
+                                        limit: int) -> None:
+    sqlite, milvus = twin_stores
+    query = unit(1.0, 0.5, 0.3)
+    assert [h.record_id for h in milvus.search_dense(query, limit, filters)] == \
+        [h.record_id for h in sqlite.search_dense(query, limit, filters)]
+    want = {h.record_id for h in sqlite.search_sparse("common", 100, filters)}
+    assert {h.record_id for h in milvus.search_sparse("common", 100, filters)} == want
+
+
+# ---- crash repair ---------------------------------------------------------------------------------------
+class Crash(BaseException):
+    """Stands for the process dying: `commit_batch` cleans up after an Exception, not after this."""
+
+
+def crash_after(store: MilvusStore, writes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the store's `writes + 1`-th write die before it happens."""
+    real = store._mutate
+    count = itertools.count()
+
+    def mutate(op: str, collection: str, **kwargs: Any) -> None:
+        if next(count) >= writes:
+            raise Crash(f"killed before write {writes + 1}")
+        real(op, collection, **kwargs)
+
+    monkeypatch.setattr(store, "_mutate", mutate)
+
+
+def first_batch(store: MilvusStore) -> None:
+    store.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha intro"), make_chunk("A", 1, "alpha legacy")],
+                                            [axis(0), axis(1)], doc_hash="hA1"),
+                             document([make_chunk("B", 0, "beta notes")], [axis(2)], doc_hash="hB"),
+                             dead_letters=[dead_letter("bad.md", "b1")]))
+
+
+def second_batch() -> Any:
+    return batch("b2", document([make_chunk("A", 0, "alpha intro"),
+                                 make_chunk("A", 1, "alpha modern", record_id="A#1-new")],
+                                [axis(0), axis(3)], doc_hash="hA2"),
+                 document([make_chunk("C", 0, "gamma")], [axis(4)], doc_hash="hC"),
+                 dead_letters=[dead_letter("worse.md", "b2")], resolved=["bad.md"])
+
+
+def observe(store: MilvusStore) -> tuple[object, ...]:
+    stats = store.stats()
+    return (store.get(["A#0", "A#1", "A#1-new", "B#0", "C#0"]), store.search_dense(axis(1), 10),
+            store.search_sparse("alpha legacy modern gamma", 10), store.document_hashes(),
+            [(b.batch_id, b.status, b.added, b.replaced, b.unchanged, b.dead_letters, b.label)
+             for b in store.batches()],
+            store.dead_letters(), stats["documents"], stats["chunks"], stats["retired_chunks"])
+
+
+def record_writes(store: MilvusStore, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The store's writes from now on, as the keyword arguments of each `_mutate` call."""
+    writes: list[dict[str, Any]] = []
+    real = store._mutate
+
+    def mutate(op: str, collection: str, **kwargs: Any) -> None:
+        writes.append(kwargs)
+        real(op, collection, **kwargs)
+
+    monkeypatch.setattr(store, "_mutate", mutate)
+    return writes
+
+
+def is_status(write: dict[str, Any], status: str) -> bool:
+    return any(row.get("kind") == "batch" and row.get("status") == status for row in write.get("data", []))
+
+
+def test_every_crash_point_of_a_commit_is_repaired_on_open(open_store: Callable[..., MilvusStore],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    reference = open_store()
+    first_batch(reference)
+    before = observe(reference)
+    with monkeypatch.context() as patch:
+        writes = record_writes(reference, patch)
+        reference.commit_batch(second_batch())
+    after = observe(reference)
+    commit_point = next(n for n, w in enumerate(writes) if is_status(w, "committed"))
+    assert len(writes) >= 7 and commit_point >= 5
+    for k in range(len(writes)):
+        store = open_store()
+        first_batch(store)
+        with monkeypatch.context() as patch:
+            crash_after(store, k, patch)
+            with pytest.raises(Crash):
+                store.commit_batch(second_batch())
+        reopened = open_store(store.collection)
+        if k <= commit_point:  # died before the batch was recorded as committed: as if never started
+            assert observe(reopened) == before, f"crash before write {k + 1}"
+            reopened.commit_batch(second_batch())  # the retried batch goes through
+        assert observe(reopened) == after, f"crash before write {k + 1}"
+        assert reopened.snapshot_id().endswith("-b2")
+
+
+def test_every_crash_point_of_a_rollback_completes_on_open(open_store: Callable[..., MilvusStore],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    reference = open_store()
+    first_batch(reference)
+    before = observe(reference)
+    reference.commit_batch(second_batch())
+    committed = observe(reference)
+    with monkeypatch.context() as patch:
+        writes = record_writes(reference, patch)
+        reference.rollback()
+    rolled_back = observe(reference)
+    assert rolled_back[:4] == before[:4]
+    assert is_status(writes[0], "rolling-back")
+    for k in range(len(writes)):
+        store = open_store()
+        first_batch(store)
+        store.commit_batch(second_batch())
+        with monkeypatch.context() as patch:
+            crash_after(store, k, patch)
+            with pytest.raises(Crash):
+                store.rollback()
+        reopened = open_store(store.collection)
+        assert observe(reopened) == (committed if k == 0 else rolled_back), f"crash before write {k + 1}"
+
+
+def test_a_failed_write_is_undone_at_once(open_store: Callable[..., MilvusStore],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_store()
+    first_batch(store)
+    before, snapshot = observe(store), store.snapshot_id()
+    real = store._mutate
+    count = itertools.count()
+
+    def flaky(op: str, collection: str, **kwargs: Any) -> None:
+        if next(count) == 4:
+            raise store._error("server went away")
+        real(op, collection, **kwargs)
+
+    monkeypatch.setattr(store, "_mutate", flaky)
+    with pytest.raises(StoreError, match="b2 was not committed"):
+        store.commit_batch(second_batch())
+    assert observe(store) == before
+    assert store.snapshot_id() != snapshot  # the partial batch may have been visible: caches must drop
+
+
+def test_pending_rows_are_invisible_to_readers(open_store: Callable[..., MilvusStore],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader during a commit, right after the new rows were written: it sees the old state."""
+    store = open_store()
+    first_batch(store)
+    reader = open_store(store.collection)
+    before = observe(reader)
+    seen: list[tuple[object, ...]] = []
+    real = store._mutate
+
+    def spy(op: str, collection: str, **kwargs: Any) -> None:
+        real(op, collection, **kwargs)
+        rows = kwargs.get("data") or []
+        if rows and str(rows[0].get("retired_by", "")).startswith("pending:"):
+            seen.append(observe(reader))
+            # BM25 statistics count every stored row, so scores may move; the hits may not.
+            seen.append(tuple(h.record_id for h in reader.search_sparse("alpha legacy modern gamma", 10)))
+
+    monkeypatch.setattr(store, "_mutate", spy)
+    store.commit_batch(second_batch())
+    assert len(seen) == 2
+    assert seen[1] == tuple(h.record_id for h in before[2])  # type: ignore[attr-defined]
+    assert seen[0][:2] == before[:2] and seen[0][3:] == before[3:]
+
+
+# ---- reopening, configuration --------------------------------------------------------------------------
+def test_reopening_sees_the_same_data(open_store: Callable[..., MilvusStore]) -> None:
+    store = open_store()
+    first_batch(store)
+    store.commit_batch(second_batch())
+    store.commit_batch(batch("b3", document([make_chunk("D", 0, "delta alpha")], [axis(5)])))
+    store.rollback()
+    seen = observe(store), store.snapshot_id()
+    store.close()
+    assert (observe(reopened := open_store(store.collection)), reopened.snapshot_id()) == seen
+
+
+def test_a_different_dimension_is_refused(open_store: Callable[..., MilvusStore], lite_uri: str) -> None:
+    store = open_store()
+    with pytest.raises(StoreError, match="8-dimensional"):
+        MilvusStore(lite_uri, collection=store.collection, dim=16)
+    with pytest.raises(StoreError, match="8-dimensional vector"):
+        store.commit_batch(batch("b1", document([make_chunk("A", 0, "a")], [unit(1.0)[:4]])))
+
+
+@pytest.mark.parametrize(("title_weight", "first"), [(10.0, "titled#0"), (0.1, "body#0")])
+def test_title_weight_moves_title_matches(open_store: Callable[..., MilvusStore], title_weight: float,
+                                          first: str) -> None:
+    store = open_store(title_weight=title_weight)
+    store.commit_batch(batch(
+        "b1",
+        document([make_chunk("titled", 0, "general notes about many other things", title="Zebra crossings")],
+                 [axis(0)]),
+        document([make_chunk("body", 0, "a zebra crossing is painted white", title="Road paint")],
+                 [axis(1)])))
+    assert store.search_sparse("zebra", 10)[0].record_id == first
+    assert [h.record_id for h in store.search_sparse("zebra", 10, title_only=True)] == ["titled#0"]
+
+
+def test_from_config_opens_a_lite_file_in_the_index_directory(tmp_path: Path) -> None:
+    config = Config(root=str(tmp_path)).replace(index={"path": "my index", "backend": "milvus"},
+                                                retrieval={"title_weight": 2.0})
+    store = MilvusStore.from_config(config, dim=DIM)
+    try:
+        assert (store.uri, store.collection, store.title_weight) == (
+            str(tmp_path / "my index" / "milvus.db"), "evidex_my_index", 2.0)
+        assert store.stats()["backend"] == "milvus"
+    finally:
+        store.drop()
+        store.close()
+
+
+def test_collection_names_are_valid() -> None:
+    assert collection_name(".evidex") == "evidex_evidex"
+    assert collection_name("handbook-v2.index") == "evidex_handbook_v2_index"
+    assert collection_name("---") == "evidex_index"
+
+
+def test_a_local_uri_must_name_a_db_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"\.db"):
+        MilvusStore(str(tmp_path / "index.sqlite"), dim=DIM)
+
+
+def test_missing_pymilvus_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "pymilvus", None)
+    with pytest.raises(BackendUnavailable, match=r"pip install 'evidex\[milvus\]'"):
+        MilvusStore(str(tmp_path / "x.db"), dim=DIM)
