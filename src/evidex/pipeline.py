@@ -65,6 +65,7 @@ class SearchOutcome:
     graded: Graded | None
     expanded: tuple[tuple[str, str], ...]
     ranked: tuple[Candidate, ...]  # every admitted candidate, best first (deeper than k)
+    ranked_all: tuple[Candidate, ...]  # every candidate before the gate (never serialised with text)
     reranker: dict[str, Any]
     trace: Trace
 
@@ -207,7 +208,8 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
     deeper = [c for c in admitted if c.chunk.record_id not in chosen_ids]
     return SearchOutcome(request=request, retrieved_at=retrieved_at, plan=plan, context=tuple(selected),
                          families=families, gate=decision, graded=graded, expanded=expanded,
-                         ranked=tuple([*selected, *deeper]), reranker=reranker, trace=trace)
+                         ranked=tuple([*selected, *deeper]), ranked_all=tuple(ranked), reranker=reranker,
+                         trace=trace)
 
 
 def _family_statuses(plan: EvidencePlan, selected: Sequence[Candidate], ranked: Sequence[Candidate],

@@ -93,6 +93,14 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
     rejected = gate.to_dict(ctx.visibility) if gate is not None else None
     if rejected is not None:
         rejected.pop("admitted", None)
+        # Visible (non-access) rejections may say where the record came from and what replaced it: that is
+        # provenance, not restricted text, and it tells the reader where the current version lives.
+        chunks = {c.chunk.record_id: c.chunk for c in outcome.ranked_all}
+        for item in rejected["rejected"]:
+            ch = chunks.get(item["record_id"])
+            if ch is not None and item["reason"] != "access-label-not-granted":
+                item["source"] = ch.source
+                item["superseded_by"] = ch.provenance.superseded_by
     stages = outcome.trace.to_dict(timing=False)
     signals_ms = (time.perf_counter() - started) * 1000
     return {

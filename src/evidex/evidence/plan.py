@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 from evidex.retrieval.lexical import STOPWORDS
@@ -281,3 +282,15 @@ def plan_question(question: str, *, shapes: Sequence[QuestionShape] = (), explic
 def explicit_plan(families: Sequence[RequiredFamily], aspects: Sequence[str] = (), question: str = "") -> EvidencePlan:
     return EvidencePlan(families=tuple(families), aspects=tuple(aspects), source=PlanSource.CALLER,
                         chained=is_chained(question) if question else False)
+
+
+def plan_from_dict(data: dict[str, Any]) -> EvidencePlan:
+    """The inverse of `EvidencePlan.to_dict` (a replayed request's explicit plan)."""
+    families = tuple(
+        RequiredFamily(name=f["name"], rescue_query=f["rescue_query"], label=f.get("label"),
+                       source_regex=f.get("source_regex"), doc_ids=tuple(f.get("doc_ids", ())),
+                       aspect_terms=tuple(f.get("aspect_terms", ())))
+        for f in data.get("families", ()))
+    return EvidencePlan(families=families, aspects=tuple(data.get("aspects", ())),
+                        source=PlanSource(data.get("source", "caller")), shape=data.get("shape"),
+                        notes=tuple(data.get("notes", ())), chained=data.get("composition") == "chain")

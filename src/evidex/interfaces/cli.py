@@ -4,8 +4,9 @@ exit codes here, in one place."""
 from __future__ import annotations
 
 import json
-import os
 import sys
+from datetime import datetime
+from importlib import resources
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,9 +18,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from evidex.admission.gate import Principal
 from evidex.config import Config, load_config
 from evidex.engine import Engine, configured_embedder
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
+from evidex.evidence.plan import plan_from_dict
+from evidex.ingest.provenance import format_time, parse_time
+from evidex.interfaces.render import render_result
+from evidex.result import decision_json, first_difference
 from evidex.types import Candidate, RetrievalMode
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -234,9 +240,6 @@ def setup_cmd(config: ConfigOpt = None) -> None:
     out.print(f"embedder ready: {embedder.fingerprint} (dim {embedder.dim})")
 
 
-def main() -> None:  # pragma: no cover
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    app()
 
 
 @app.command("eval")
@@ -284,3 +287,139 @@ def eval_cmd(
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         out.print(f"wrote {json_path}")
+
+
+def _principal(name: str | None, labels: str | None, engine: Engine) -> Principal:
+    if name is None and labels is None:
+        return engine.default_principal()
+    label_list = [x.strip() for x in (labels or "").split(",") if x.strip()]
+    return Principal.of(name or engine.config.gate.default_principal, label_list)
+
+
+def _instant(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_time(value, "--retrieved-at", "command line")
+    except IngestError as exc:
+        raise typer.BadParameter(exc.reason, param_hint="--retrieved-at") from None
+
+
+PrincipalOpt = Annotated[str | None, typer.Option("--principal", help="who asks (default: gate.default_principal)")]
+LabelsOpt = Annotated[str | None, typer.Option("--labels", help="comma-separated access labels of the principal")]
+AtOpt = Annotated[str | None, typer.Option("--retrieved-at", help="pinned instant, ISO 8601 (default: now)")]
+
+
+@app.command("query")
+def query_cmd(
+    query: Annotated[str, typer.Argument(help="the question")],
+    aspect_focus: Annotated[str | None, typer.Option("--aspect-focus", help="steer the plan to this aspect")] = None,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, max=50)] = 10,
+    principal: PrincipalOpt = None, labels: LabelsOpt = None, retrieved_at: AtOpt = None,
+    config: ConfigOpt = None, index: IndexOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
+) -> None:
+    """The decision for a question: evidence with citations, families, rejections, signals, recommendation."""
+    at = _instant(retrieved_at)
+    with open_engine(config, index) as engine:
+        who = _principal(principal, labels, engine)
+        result = run(lambda: engine.search_with_reasoning(query, aspect_focus, k=k, principal=who,
+                                                          retrieved_at=at))
+    if json_out:
+        sys.stdout.write(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    else:
+        render_result(out, result)
+
+
+@app.command("replay")
+def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved with `query --json`")],
+               config: ConfigOpt = None, index: IndexOpt = None) -> None:
+    """Re-run a saved result's request; report identical, or the first difference."""
+    try:
+        saved = json.loads(result_file.read_text(encoding="utf-8"))
+        req = saved["request"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(result_file))} is not a saved evidex result ({escape(str(exc))})")
+        raise typer.Exit(4) from None
+    with open_engine(config, index) as engine:
+        snapshot, cfg_hash = engine.store.snapshot_id(), engine.config.hash()
+        who = Principal.of(req["principal"]["name"], req["principal"]["labels"]) if req["principal"] else None
+        plan = plan_from_dict(req["plan"]) if req.get("plan") else None
+        fresh = run(lambda: engine.search_with_reasoning(req["query"], req["aspect_focus"], k=req["k"],
+                                                         principal=who, retrieved_at=_instant(req["retrieved_at"]),
+                                                         plan=plan))
+    if saved["index"]["snapshot_id"] != snapshot or saved["index"]["config_hash"] != cfg_hash:
+        out.print(f"[yellow]note:[/] saved on snapshot {saved['index']['snapshot_id']} / config "
+                  f"{saved['index']['config_hash']}; now {snapshot} / {cfg_hash}")
+    if decision_json(saved) == decision_json(fresh):
+        out.print("identical: the same request on this snapshot gives the same decision, byte for byte")
+        return
+    out.print(f"[bold red]different[/] at {escape(first_difference(saved, fresh) or '?')}")
+    raise typer.Exit(1)
+
+
+@app.command("verify")
+def verify_cmd(record_id: str,
+               claim: Annotated[str, typer.Option("--claim", help="what the person checked against the source")],
+               by: Annotated[str, typer.Option("--by", help="who checked it")],
+               config: ConfigOpt = None, index: IndexOpt = None) -> None:
+    """Record a human verification of a claim against a record's current source version."""
+    with open_engine(config, index) as engine:
+        v = run(lambda: engine.verify(record_id, claim=claim, by=by))
+    out.print(f"recorded: {v.record_id} verified by {escape(v.verified_by)} at {format_time(v.verified_at)} "
+              f"(source version {escape(v.source_version)})")
+
+
+@app.command("bench")
+def bench_cmd(
+    k8s_docs: Annotated[Path | None, typer.Option("--k8s-docs", help="k8s pages (default: ../shared/data/k8s/docs)")]
+    = None,
+    chunks: Annotated[int, typer.Option("--chunks", help="size of the generated corpus")] = 100_000,
+    queries: Annotated[int, typer.Option("--queries")] = 200,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the report here")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Ingest throughput vs the raw embedder, query latency per mode, peak memory, a bm25s baseline."""
+    from evidex.evaluation.bench import format_bench, run_bench
+
+    cfg = run(lambda: load_config(config))
+    docs = k8s_docs or Path("../shared/data/k8s/docs")
+    report = run(lambda: run_bench(cfg, k8s_docs=docs if docs.is_dir() else None, synthetic_chunks=chunks,
+                                   queries=queries, log=lambda m: err.print(m, highlight=False, markup=False)))
+    out.print(format_bench(report), markup=False, highlight=False)
+    if json_path is not None:
+        json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+DEMO_QUESTIONS = [
+    ("A composite question (three evidence families)",
+     "A new `checkout` service needs its Postgres password from Vaultline. How should the pod authenticate "
+     "without a long-lived token, how does the secret get into the container and get renewed, and which role "
+     "grant lets the team read only the secret path it needs?"),
+    ("An expired page superseded by a fresh one",
+     "What is the rollback procedure for a bad release that is already serving all production traffic?"),
+    ("A question whose only evidence is restricted",
+     "What is the break-glass procedure for the Vaultline root token?"),
+]
+DEMO_INSTANT = "2026-11-30T00:00:00Z"
+
+
+@app.command("demo")
+def demo_cmd(index: Annotated[Path, typer.Option("--index", help="where the demo index lives")] = Path(".evidex/demo"),
+             ) -> None:
+    """Ingest the bundled handbook and answer three questions as an engineering-read principal."""
+    sample = resources.files("evidex").joinpath("sample")
+    with resources.as_file(sample) as sample_dir:
+        cfg = run(lambda: load_config(sample_dir / "evidex.toml")).replace(index={"path": str(index.resolve())})
+        engine = run(lambda: Engine.open(cfg))
+        with engine, progress_bar(sys.stderr.isatty()) as bar:
+            report = run(lambda: engine.ingest([sample_dir / "handbook"], label="demo", progress=bar))
+            out.print(f"ingested the Northwind handbook: {report.documents} pages, {report.added_chunks} new chunks "
+                      f"({report.unchanged_documents} unchanged) into {index}")
+            at = _instant(DEMO_INSTANT)
+            for title, question in DEMO_QUESTIONS:
+                out.rule(f"[bold]{title}")
+                result = run(lambda q=question: engine.search_with_reasoning(q, retrieved_at=at))  # type: ignore[misc]
+                render_result(out, result, show_text=False)
+    out.print("\nTry: .venv/bin/evidex query \"how do I rotate the transit key?\" --index .evidex/demo "
+              "--labels engineering-read")

@@ -78,6 +78,12 @@ MIGRATIONS = [
         WHERE e.seq = (SELECT MAX(seq) FROM dead_letter_events h WHERE h.source = e.source)
           AND e.kind = 'failed';
     """,
+    # 3: only retired rows need the retired_by index; a full index made SQLite's planner scan every live
+    # row for `record_id IN (...)` lookups (150 ms instead of 0.2 ms at 100k chunks).
+    """
+    DROP INDEX records_retired;
+    CREATE INDEX records_retired ON records(retired_by) WHERE retired_by IS NOT NULL;
+    """,
 ]
 
 _CHUNK_COLUMNS = (
@@ -269,7 +275,8 @@ class SqliteStore:
             for i in range(0, len(ids), 500):
                 part = ids[i:i + 500]
                 rows = self._db.execute(
-                    f"SELECT {_CHUNK_COLUMNS} FROM records WHERE retired_by IS NULL AND record_id IN "
+                    f"SELECT {_CHUNK_COLUMNS} FROM records INDEXED BY records_live_id "
+                    f"WHERE retired_by IS NULL AND record_id IN "
                     f"({','.join('?' * len(part))})", part).fetchall()
                 found.update((r["record_id"], _row_to_chunk(r)) for r in rows)
         return [found[i] for i in ids if i in found]

@@ -1,0 +1,68 @@
+"""Render a result for a person in the terminal (the JSON is for machines: `--json`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+_ACTION_STYLE = {"proceed": "bold green", "re-query": "bold yellow", "stop": "bold red"}
+_FAMILY_STYLE = {"covered": "green", "missing": "yellow", "found-but-rejected": "red"}
+
+
+def _short(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_result(console: Console, result: dict[str, Any], *, show_text: bool = True) -> None:
+    req = result["request"]
+    rec = result["decision"]["recommendation"]
+    principal = req["principal"] or {"name": "-", "labels": []}
+    head = (f"[bold]{escape(req['query'])}[/]\n"
+            f"principal {escape(principal['name'])} {principal['labels']} · retrieved_at {req['retrieved_at']} · "
+            f"snapshot {result['index']['snapshot_id']} · config {result['index']['config_hash']}")
+    console.print(Panel(head, title="evidex", expand=True))
+    style = _ACTION_STYLE.get(rec["action"], "bold")
+    line = f"[{style}]{rec['action'].upper()}[/] — {escape(rec['reason'])}"
+    if rec["focus"]:
+        line += f"  focus: {escape(', '.join(rec['focus']))}"
+    if rec["owner"]:
+        line += f"  owner of the next step: {escape(rec['owner'])}"
+    console.print(f"decision: {line}")
+    sig = result["signals"]
+    cov = sig["coverage"]
+    console.print(f"confidence {sig['confidence']:.2f} · aspect coverage {cov['ratio']:.2f} · "
+                  f"{sig['source_diversity']['sources']} sources · plan: {result['plan']['source']}"
+                  f"{' (' + result['plan']['shape'] + ')' if result['plan']['shape'] else ''}")
+    if result["families"]:
+        fams = "  ".join(f"[{_FAMILY_STYLE.get(f['status'], 'white')}]{escape(_short(f['name']))}: {f['status']}"
+                         f"{' (' + ', '.join(f['reasons']) + ')' if f['reasons'] else ''}[/]"
+                         for f in result["families"])
+        console.print(f"families: {fams}")
+    table = Table("source#anchor", "family", "status", "score", show_lines=False, expand=True)
+    for group in result["evidence"]:
+        for c in group["chunks"]:
+            table.add_row(escape(f"{group['source']}#{c['citation_anchor']}"),
+                          escape(c["evidence_family"] or "-"), c["status"], f"{c['score']:.3f}")
+    console.print(table)
+    if show_text and result["evidence"]:
+        best = result["evidence"][0]["chunks"][0]
+        snippet = " ".join(best["text"].split())[:400]
+        console.print(Panel(escape(snippet), title=escape(best["citation"] or result["evidence"][0]["source"]),
+                            expand=True))
+    rejected = result.get("rejected")
+    if rejected:
+        counts = {k: v for k, v in rejected["rejected_counts"].items() if v}
+        if counts:
+            console.print(f"rejected by the gate: {counts}")
+        for r in rejected["rejected"][:8]:
+            extra = f" {r['source']}" if r.get("source") else ""
+            if r.get("superseded_by"):
+                extra += f" (superseded by {r['superseded_by']})"
+            console.print(f"  [dim]{r['record_id']}[/] {r['reason']}{escape(extra)}")
+    latency = result["cost"]["latency_ms"]
+    stages = " ".join(f"{k} {v:.1f}" for k, v in latency.items() if k != "total")
+    console.print(f"[dim]latency {latency['total']:.1f} ms ({stages})[/]")
