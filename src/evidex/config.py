@@ -31,6 +31,7 @@ class IndexConfig:
     path: str = ".evidex"  # directory holding index.sqlite (relative to the config file)
     backend: str = "sqlite"
     uri: str = ""  # for remote backends; tokens come from the environment, never from the file
+    collection: str = ""  # milvus: collection name (empty = evidex_<index directory name>)
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ class Config:
     families: tuple[FamilyRule, ...] = ()
     shapes: tuple[ShapeRule, ...] = ()
     root: str = "."  # directory relative paths resolve against (where the config file lives)
+    milvus_token: str | None = field(default=None, repr=False, compare=False)  # EVIDEX_MILVUS_TOKEN only
 
     @property
     def index_dir(self) -> Path:
@@ -142,7 +144,9 @@ class Config:
         return FusionMode.from_str(self.retrieval.fusion)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data.pop("milvus_token")  # a secret: never in hashes, traces or responses
+        return data
 
     def hash(self) -> str:
         """Hash of everything that can change a result (paths and caches excluded)."""
@@ -311,11 +315,12 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
             continue
         rest = key[len(ENV_PREFIX):].lower()
         section, _, name = rest.partition("_")
-        if section in sections and name:
+        if section in sections and name and key != "EVIDEX_MILVUS_TOKEN":
             sections[section][name] = value
     built = {name: _build_section(name, cls, sections[name]) for name, cls in _SECTIONS.items()}
     return Config(**built, families=_family_rules(raw.get("families", []), where),
-                  shapes=_shape_rules(raw.get("shapes", []), where), root=str(root))
+                  shapes=_shape_rules(raw.get("shapes", []), where), root=str(root),
+                  milvus_token=env.get("EVIDEX_MILVUS_TOKEN") or None)
 
 
 def _shape_rules(raw: Any, where: str) -> tuple[ShapeRule, ...]:

@@ -37,10 +37,10 @@ def open_store(config: Config) -> Store:
         return SqliteStore(config.index_dir, title_weight=config.retrieval.title_weight)
     if config.index.backend == "milvus":
         try:
-            from evidex.stores.milvus import MilvusStore  # type: ignore[import-not-found,unused-ignore]
+            from evidex.stores.milvus import MilvusStore
         except ImportError as exc:
             raise BackendUnavailable(f"the milvus backend needs: pip install 'evidex[milvus]' ({exc})") from None
-        return MilvusStore.from_config(config)  # type: ignore[no-any-return,unused-ignore]
+        return MilvusStore.from_config(config, token=config.milvus_token)
     raise ConfigError(f"config key 'index.backend': unknown backend {config.index.backend!r}")
 
 
@@ -152,6 +152,16 @@ class Engine:
         request = SearchRequest(query=query, k=k, principal=principal, retrieved_at=retrieved_at,
                                 aspect_focus=aspect_focus, plan=plan)
         outcome = self.run(request)
+        result = self.result_of(outcome)
+        if self.config.gate.audit_log and outcome.gate is not None:
+            log = AuditLog(self.config.index_dir / self.config.gate.audit_log)
+            request_id = hashlib.sha256(decision_json(result).encode()).hexdigest()[:16]
+            log.append(outcome.gate, request_id=request_id, principal=principal,
+                       retrieved_at=outcome.retrieved_at, query=query)
+        return result
+
+    def result_of(self, outcome: SearchOutcome) -> dict[str, Any]:
+        """The JSON-ready result of a pipeline outcome: evidence, families, rejections, signals, cost."""
         verified = {c.chunk.record_id: self.verifications.for_record(
             c.chunk.record_id, c.chunk.provenance.source_version, as_of=outcome.retrieved_at)
             for c in outcome.context}
@@ -161,13 +171,7 @@ class Engine:
                             embedding_model=self.embedder.fingerprint, chunk_size=self.config.chunking.max_chars,
                             visibility=visibility, requery_threshold=self.config.evidence.requery_threshold,
                             default_owner=self.config.gate.default_owner or None)
-        result = build_result(outcome, ctx, verified)
-        if self.config.gate.audit_log and outcome.gate is not None:
-            log = AuditLog(self.config.index_dir / self.config.gate.audit_log)
-            request_id = hashlib.sha256(decision_json(result).encode()).hexdigest()[:16]
-            log.append(outcome.gate, request_id=request_id, principal=principal,
-                       retrieved_at=outcome.retrieved_at, query=query)
-        return result
+        return build_result(outcome, ctx, verified)
 
     def verify(self, record_id: str, *, claim: str, by: str, at: datetime | None = None) -> Verification:
         """Record that a person checked `claim` against the record's current source version."""

@@ -16,7 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from datetime import datetime
+
+from evidex.admission.gate import Principal
 from evidex.config import Config
+from evidex.evaluation.gate_audit import GateAudit
 from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine, configured_embedder
 from evidex.evaluation import metrics
@@ -37,12 +41,21 @@ class Ranked:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-PipelineFn = Callable[[Engine, Question, int, str], Ranked]
+@dataclass(frozen=True)
+class EvalSettings:
+    k: int = 10
+    plan: str = "auto"  # auto | oracle
+    principal: Principal | None = None  # with retrieved_at: evaluate through the admission gate
+    retrieved_at: datetime | None = None
+
+
+PipelineFn = Callable[[Engine, Question, EvalSettings], Ranked]
 
 
 def _plain(mode: RetrievalMode) -> PipelineFn:
-    def run(engine: Engine, question: Question, k: int, plan: str) -> Ranked:
-        depth = max(k, 100) * 2  # deep enough for document-level recall@100
+    """A plain retriever: no plan, no gate (its `leaks` show what an ungated retriever would expose)."""
+    def run(engine: Engine, question: Question, settings: EvalSettings) -> Ranked:
+        depth = max(settings.k, 100) * 2  # deep enough for document-level recall@100
         return Ranked(tuple(c.chunk for c in engine.search(question.text, k=depth, mode=mode)))
 
     return run
@@ -56,11 +69,14 @@ def oracle_plan(question: Question) -> EvidencePlan:
 
 
 def _evidence(switches: StageSwitches) -> PipelineFn:
-    def run(engine: Engine, question: Question, k: int, plan: str) -> Ranked:
-        request = SearchRequest(query=question.text, k=k, switches=switches,
-                                plan=oracle_plan(question) if plan == "oracle" else None)
+    def run(engine: Engine, question: Question, settings: EvalSettings) -> Ranked:
+        request = SearchRequest(query=question.text, k=settings.k, switches=switches,
+                                plan=oracle_plan(question) if settings.plan == "oracle" else None,
+                                principal=settings.principal, retrieved_at=settings.retrieved_at)
         outcome = engine.run(request)
-        info = {"rescue_searches": sum(len(s.decisions.get("searches", [])) for s in outcome.trace.stages)}
+        info: dict[str, Any] = {
+            "rescue_searches": sum(len(s.decisions.get("searches", [])) for s in outcome.trace.stages),
+            "outcome": outcome}
         return Ranked(tuple(c.chunk for c in outcome.ranked), info)
 
     return run
@@ -115,27 +131,35 @@ def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | No
 
 
 def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[str], *, k: int = 10,
-             plan: str = "auto", progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+             plan: str = "auto", principal: Principal | None = None, retrieved_at: datetime | None = None,
+             progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     unknown = [p for p in pipelines if p not in PIPELINES]
     if unknown:
         raise ValueError(f"unknown pipeline(s) {unknown}; choose from: {', '.join(PIPELINES)}")
     if plan not in {"auto", "oracle"}:
         raise ValueError(f"--plan must be auto or oracle, not {plan!r}")
+    settings = EvalSettings(k, plan, principal, retrieved_at)
+    gated = principal is not None and retrieved_at is not None
     report: dict[str, Any] = {"k": k, "plan": plan, "questions": len(questions),
                               "snapshot_id": engine.store.snapshot_id(), "config_hash": engine.config.hash(),
+                              "gate": ({"principal_labels": list(principal.labels),
+                                        "retrieved_at": retrieved_at.isoformat()} if gated else None),
                               "pipelines": {}}
+    audit = GateAudit.build(engine, principal, retrieved_at) if gated else None
     for name in pipelines:
         fn = PIPELINES[name]
-        fn(engine, questions[0], k, plan) if questions else None  # warm-up (model load, caches)
+        fn(engine, questions[0], settings) if questions else None  # warm-up (model load, caches)
         rows = []
         for i, q in enumerate(questions, start=1):
             started = time.perf_counter()
-            ranked = fn(engine, q, k, plan)
+            ranked = fn(engine, q, settings)
             elapsed_ms = (time.perf_counter() - started) * 1000
             rows.append((q, ranked, elapsed_ms))
             if progress is not None:
                 progress(name, i, len(questions))
         report["pipelines"][name] = summarize(rows, k)
+        if audit is not None:
+            report["pipelines"][name].update(audit.score(engine, rows, k, plan))
     return report
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from importlib import resources
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -254,6 +254,10 @@ def eval_cmd(
     pipelines: Annotated[str, typer.Option("--pipelines", help="comma-separated")] = "bm25,dense,hybrid",
     limit: Annotated[int, typer.Option("--limit", help="first N questions only (0 = all)")] = 0,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the report here")] = None,
+    principal_labels: Annotated[str | None, typer.Option("--principal-labels",
+                                help="evaluate through the gate as a principal with these labels")] = None,
+    retrieved_at: AtOpt = None,
+    backend: Annotated[str | None, typer.Option("--backend", help="sqlite (default) | milvus")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Evaluate pipelines side by side: family recall, all-found, nDCG@10, recall@100, MRR, latency."""
@@ -263,6 +267,13 @@ def eval_cmd(
     if (questions is None) == (queries is None) or (queries is not None and qrels is None):
         raise typer.BadParameter("give --questions, or --queries with --qrels")
     cfg = run(lambda: load_config(config))
+    if backend is not None:
+        cfg = run(lambda: cfg.replace(index={"backend": backend}))
+    who = Principal.of("eval", [x.strip() for x in principal_labels.split(",") if x.strip()]) \
+        if principal_labels is not None else None
+    at = _instant(retrieved_at) if who is not None else None
+    if who is not None and at is None:
+        at = datetime.now(UTC).replace(microsecond=0)
     qs = run(lambda: load_questions(questions) if questions else load_beir(queries, qrels))  # type: ignore[arg-type]
     if limit:
         qs = qs[:limit]
@@ -271,7 +282,8 @@ def eval_cmd(
         engine = run(lambda: open_eval_engine(cfg, corpus, metadata, progress=bar,
                                               log=lambda m: err.print(m, highlight=False)))
         try:
-            report = run(lambda: evaluate(engine, qs, names, k=k, plan=plan, progress=bar))
+            report = run(lambda: evaluate(engine, qs, names, k=k, plan=plan, principal=who, retrieved_at=at,
+                                          progress=bar))
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
         finally:
@@ -284,6 +296,14 @@ def eval_cmd(
                       fmt(row["recall@100"]), fmt(row["mrr"]), f"{row['latency_ms']['p50']:.1f}",
                       f"{row['latency_ms']['p95']:.1f}")
     out.print(table)
+    if report.get("gate"):
+        gate_table = Table("pipeline", "leaks", "admissible family recall", "found-but-rejected (reported/expected)",
+                           "reject reasons", title=f"through the gate: {report['gate']}")
+        for name, row in report["pipelines"].items():
+            fbr = row["found_but_rejected"]
+            gate_table.add_row(name, str(row["leaks"]), fmt(row["admissible_family_recall"]),
+                               f"{fbr['reported']}/{fbr['expected']}", json.dumps(row["reject_reasons"]))
+        out.print(gate_table)
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         out.print(f"wrote {json_path}")
@@ -423,3 +443,25 @@ def demo_cmd(index: Annotated[Path, typer.Option("--index", help="where the demo
                 render_result(out, result, show_text=False)
     out.print("\nTry: .venv/bin/evidex query \"how do I rotate the transit key?\" --index .evidex/demo "
               "--labels engineering-read")
+
+
+@app.command("export")
+def export_cmd(directory: Annotated[Path, typer.Argument(help="where to write the portable index")],
+               config: ConfigOpt = None, index: IndexOpt = None) -> None:
+    """Write the index (chunks, vectors, provenance, batches, dead letters) to a portable directory."""
+    from evidex.stores.transfer import export_index
+
+    with open_engine(config, index) as engine:
+        manifest = run(lambda: export_index(engine.store, directory))
+    out.print_json(data=manifest)
+
+
+@app.command("import")
+def import_cmd(directory: Annotated[Path, typer.Argument(help="a directory written by `evidex export`")],
+               config: ConfigOpt = None, index: IndexOpt = None) -> None:
+    """Load an exported index into this configuration's (empty) store, without re-embedding."""
+    from evidex.stores.transfer import import_index
+
+    with open_engine(config, index) as engine:
+        manifest = run(lambda: import_index(directory, engine.store))
+    out.print_json(data=manifest)

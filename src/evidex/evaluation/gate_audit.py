@@ -1,0 +1,93 @@
+"""Evaluation through the admission gate: leaks, reject reasons, admissible family recall and
+found-but-rejected reporting.
+
+The records that must be rejected are computed once, independently of any pipeline, by applying the
+configured gate to every live chunk of the index. A *leak* is the text of such a record appearing in what
+a pipeline outputs (the serialised result of an evidence pipeline; the top-k chunk texts of a plain
+retriever, which has no gate).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from evidex.admission.gate import AdmissionGate, GatePolicy, Principal
+from evidex.types import Candidate, Chunk
+
+if TYPE_CHECKING:
+    from evidex.engine import Engine
+    from evidex.evaluation.datasets import Question
+    from evidex.evaluation.runner import Ranked
+
+
+@dataclass(frozen=True)
+class GateAudit:
+    chunks: tuple[Chunk, ...]
+    admitted: frozenset[str]
+    must_reject: dict[str, str]  # record id -> reason
+    secret_texts: dict[str, str]  # record id -> text that must never appear (not shared with admitted text)
+
+    @classmethod
+    def build(cls, engine: Engine, principal: Principal, retrieved_at: datetime) -> GateAudit:
+        chunks = tuple(engine.store.all_chunks())  # type: ignore[attr-defined]
+        gate = AdmissionGate(GatePolicy.from_config(engine.config.gate.rules, engine.config.gate.visibility))
+        decision = gate.admit([Candidate(c, 0.0) for c in chunks], principal, retrieved_at)
+        admitted = frozenset(c.chunk.record_id for c in decision.admitted)
+        public_text = {c.chunk.text for c in decision.admitted}
+        reasons = {r.record_id: r.reason.value for r in decision.rejected}
+        secret = {c.record_id: c.text for c in chunks if c.record_id in reasons and c.text not in public_text}
+        return cls(chunks, admitted, reasons, secret)
+
+    def _members(self, family: Any) -> list[Chunk]:
+        return [c for c in self.chunks if family.matches(c)]
+
+    def score(self, engine: Engine, rows: Sequence[tuple[Question, Ranked, float]], k: int,
+              plan: str) -> dict[str, Any]:
+        leaks = 0
+        reasons: Counter[str] = Counter()
+        admissible_recall: list[float] = []
+        expected_fbr = 0
+        reported_fbr = 0
+        for question, ranked, _ in rows:
+            outcome = ranked.info.get("outcome")
+            if outcome is not None:
+                output = json.dumps(engine.result_of(outcome), ensure_ascii=False)
+                if outcome.gate is not None:
+                    reasons.update(r.reason.value for r in outcome.gate.rejected)
+            else:
+                output = "\n".join(f"{c.title}\n{c.text}" for c in ranked.chunks[:k])
+            leaks += sum(1 for text in self.secret_texts.values() if text in output)
+            context = ranked.chunks[:k]
+            admissible_families = 0
+            covered = 0
+            for family in question.families:
+                members = self._members(family)
+                if any(m.record_id in self.admitted for m in members):
+                    admissible_families += 1
+                    covered += any(family.matches(c) and c.record_id in self.admitted for c in context)
+                elif any(m.record_id in self.must_reject for m in members):
+                    expected_fbr += 1
+                    reported_fbr += self._reported(outcome, family, plan)
+            if admissible_families:
+                admissible_recall.append(covered / admissible_families)
+        return {
+            "leaks": leaks,
+            "reject_reasons": dict(sorted(reasons.items())),
+            "admissible_family_recall": round(sum(admissible_recall) / len(admissible_recall), 4)
+            if admissible_recall else None,
+            "found_but_rejected": {"expected": expected_fbr, "reported": reported_fbr},
+        }
+
+    def _reported(self, outcome: Any, family: Any, plan: str) -> int:
+        """Did the result tell the requester this family's evidence exists but was rejected?"""
+        if outcome is None or outcome.gate is None:
+            return 0
+        if plan == "oracle":
+            return int(any(f.name == family.name and f.status == "found-but-rejected" for f in outcome.families))
+        rejected = {r.record_id for r in outcome.gate.rejected}
+        return int(any(c.chunk.record_id in rejected and family.matches(c.chunk) for c in outcome.ranked_all))

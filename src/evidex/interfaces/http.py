@@ -1,0 +1,245 @@
+"""The HTTP API and the web inspector: a thin FastAPI layer over `Engine.search_with_reasoning`.
+
+    POST /v1/search_with_reasoning   the agent tool (body: query, aspect_focus?, k?); needs an API key
+    GET  /v1/tool                    the tool definition (?format=mcp|openai|anthropic)
+    GET  /v1/health                  liveness and the index snapshot served
+    GET  /openapi.json               the OpenAPI document (no Swagger UI: it would load a CDN)
+    GET  /                           the web inspector (static HTML + JS from `static/`, nothing external)
+
+Who is asking comes from the key (`Authorization: Bearer evx_...` or `X-API-Key: evx_...`), never from the
+body: a body with any field beyond query / aspect_focus / k is refused. Every error, whatever raised it, is
+turned into a status and a JSON body `{"error": {"code", "message"}}` by `api_error`, the one mapping
+table; messages name the problem, never echo restricted text, and carry no stack trace. The request log
+(`evidex.http`) records method, path, status, key name and latency: never a query or a result.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from evidex.engine import Engine
+from evidex.errors import AccessDenied, BackendUnavailable, EmbeddingError, EvidexError, StageError
+from evidex.interfaces import tool
+from evidex.interfaces.keys import KeyRecord, KeyStore, RateLimiter
+
+log = logging.getLogger("evidex.http")
+
+STATIC_DIR = Path(__file__).parent / "static"
+DEFAULT_PORT = 8700
+SEARCH_PATH = "/v1/search_with_reasoning"
+
+# The inspector loads only its own files; nothing may be framed, embedded or fetched from elsewhere.
+_SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                 b"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+)
+
+
+# ---- errors: the one place they become statuses ------------------------------------------------------
+@dataclass
+class ApiError(Exception):
+    status: int
+    code: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def response(self) -> JSONResponse:
+        return JSONResponse({"error": {"code": self.code, "message": self.message}}, status_code=self.status,
+                            headers=self.headers)
+
+
+_HTTP_CODES = {400: "invalid-request", 401: "unauthorized", 403: "forbidden", 404: "not-found",
+               405: "method-not-allowed", 413: "body-too-large", 415: "unsupported-media-type",
+               429: "rate-limited"}
+
+
+def api_error(exc: BaseException) -> ApiError:
+    """Map anything raised while serving a request to a status, a code and a message safe to show."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, tool.ToolInputError):
+        return ApiError(400, "invalid-argument", str(exc))
+    if isinstance(exc, RequestValidationError):
+        return ApiError(400, "invalid-argument", _validation_message(exc))
+    if isinstance(exc, StarletteHTTPException):
+        status = exc.status_code
+        message = "request body too large" if status == 413 else str(exc.detail)
+        return ApiError(status, _HTTP_CODES.get(status, "http-error"), message, dict(exc.headers or {}))
+    if isinstance(exc, AccessDenied):
+        return ApiError(403, "forbidden", "access denied")
+    if isinstance(exc, (BackendUnavailable, EmbeddingError)):
+        return ApiError(503, "unavailable", "the search backend is unavailable; the operator has the details")
+    if isinstance(exc, StageError):  # its message may quote the underlying exception: name the stage only
+        return ApiError(500, "stage-failed", f"search stage {exc.stage!r} failed; the operator has the details")
+    if isinstance(exc, EvidexError):
+        return ApiError(500, "internal-error", f"internal error ({type(exc).__name__})")
+    return ApiError(500, "internal-error", "internal error")
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        try:  # the tool's own validator words the common mistakes best (and never echoes values)
+            tool.parse_arguments(body)
+        except tool.ToolInputError as err:
+            return str(err)
+    parts = []
+    for e in exc.errors():
+        loc = ".".join(str(x) for x in e.get("loc", ())[1:]) or "body"
+        if e.get("type") == "json_invalid":
+            parts.append("body: not valid JSON")
+        elif e.get("type") == "missing" and loc == "body":
+            parts.append("body: a JSON object with 'query' is required")
+        else:
+            parts.append(f"{loc}: {e.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+# ---- the request body ------------------------------------------------------------------------------
+class SearchBody(BaseModel):
+    """The tool's arguments. No principal, no labels: those come from the API key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=tool.MAX_QUERY_CHARS, description="The question.")
+    aspect_focus: str | None = Field(default=None, max_length=tool.MAX_ASPECT_FOCUS_CHARS,
+                                     description="Optional aspect to concentrate on.")
+    k: int | None = Field(default=None, ge=1, le=tool.MAX_K, description="At most this many evidence chunks.")
+
+
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer evx_...")
+_api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: evx_...")
+
+
+def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, max_k: int = tool.MAX_K,
+               limiter: RateLimiter | None = None) -> FastAPI:
+    """The HTTP API over `engine`, authenticating with `keys` and rate-limiting with `limiter`."""
+    if not 1 <= max_k <= tool.MAX_K:
+        raise ValueError(f"max_k must be between 1 and {tool.MAX_K}")
+    limiter = limiter or RateLimiter()
+    app = FastAPI(title="evidex", version="1", description=tool.DESCRIPTION, docs_url=None, redoc_url=None,
+                  max_body_size=max_body_bytes)
+
+    def authorize(request: Request,
+                  bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+                  api_key: Annotated[str | None, Security(_api_key_header)]) -> KeyRecord:
+        presented = bearer.credentials if bearer is not None else api_key
+        challenge = {"WWW-Authenticate": "Bearer"}
+        if not presented:
+            raise ApiError(401, "unauthorized", "an API key is required (Authorization: Bearer <key> or X-API-Key)",
+                           challenge)
+        record = keys.authenticate(presented.strip())
+        if record is None:
+            raise ApiError(401, "unauthorized", "the API key is not valid (unknown, revoked or expired)", challenge)
+        request.state.evidex_key = record.name
+        decision = limiter.acquire(record.name, record.rate_per_min)
+        if not decision.allowed:
+            raise ApiError(429, "rate-limited", f"over {record.rate_per_min} requests per minute for this key; "
+                           f"retry after {decision.retry_after_header} s",
+                           {"Retry-After": decision.retry_after_header})
+        return record
+
+    @app.post(SEARCH_PATH, tags=["agent tool"], summary="search_with_reasoning(query, aspect_focus)",
+              description=tool.DESCRIPTION, response_class=JSONResponse,
+              responses={200: {"description": "The decision, evidence, signals, trace and cost.",
+                               "content": {"application/json": {"schema": tool.OUTPUT_SCHEMA}}},
+                         400: {"description": "Invalid arguments (the message names the argument)."},
+                         401: {"description": "Missing, unknown, revoked or expired API key."},
+                         413: {"description": f"Body over {max_body_bytes} bytes."},
+                         429: {"description": "Over the key's rate; see Retry-After."}})
+    def search_with_reasoning(body: SearchBody, key: Annotated[KeyRecord, Depends(authorize)]) -> JSONResponse:
+        args = tool.parse_arguments(body.model_dump(), max_k=max_k)
+        try:
+            result = engine.search_with_reasoning(args.query, args.aspect_focus, k=args.k,
+                                                  principal=key.to_principal())
+        except Exception as exc:  # noqa: BLE001 - every failure goes through the one mapping
+            raise api_error(exc) from exc
+        return JSONResponse(result)
+
+    @app.get("/v1/tool", tags=["agent tool"], summary="The tool definition")
+    def tool_definition(format: tool.SchemaFormat = tool.SchemaFormat.MCP) -> dict[str, Any]:  # noqa: A002
+        return tool.definition(format)
+
+    @app.get("/v1/health", tags=["operations"], summary="Liveness")
+    def health() -> dict[str, Any]:
+        try:
+            snapshot = engine.store.snapshot_id()
+        except Exception as exc:  # noqa: BLE001
+            raise api_error(exc) from exc
+        return {"status": "ok", "snapshot_id": snapshot}
+
+    @app.get("/", include_in_schema=False)
+    def inspector() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    async def handle(request: Request, exc: Exception) -> JSONResponse:
+        error = api_error(exc)
+        if error.status >= 500:
+            cause = exc.__cause__ or exc
+            stage = f" (stage {cause.stage})" if isinstance(cause, StageError) else ""
+            log.error("%s %s failed: %s%s", request.method, request.url.path, type(cause).__name__, stage)
+            log.debug("details", exc_info=cause)
+        return error.response()
+
+    for cls in (ApiError, RequestValidationError, StarletteHTTPException):
+        app.add_exception_handler(cls, handle)
+    app.add_middleware(_Guard)
+    return app
+
+
+class _Guard:
+    """Outermost layer: security headers on every response and one log line per request (no bodies)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                ours = {k for k, _ in _SECURITY_HEADERS}
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in ours]
+                headers.extend(_SECURITY_HEADERS)
+                if scope["path"].startswith("/v1/"):
+                    headers.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        finally:
+            key = scope.get("state", {}).get("evidex_key", "-")
+            log.info("%s %s %d key=%s %.1f ms", scope["method"], scope["path"], status, key,
+                     (time.perf_counter() - started) * 1000)
+
+
+def serve(app: ASGIApp, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, log_level: str = "info") -> None:
+    """Run `app` with uvicorn until interrupted."""
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False, proxy_headers=False)

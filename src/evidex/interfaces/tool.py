@@ -1,0 +1,194 @@
+"""The agent tool `search_with_reasoning(query, aspect_focus)`: its name, description, input and output
+JSON schemas, and the one validator of its arguments. MCP, the HTTP API (OpenAPI) and
+`evidex tool-schema` (function-calling JSON for OpenAI- and Anthropic-style clients) all read it from here,
+so the three never drift apart.
+
+Standard library only: printing the schema needs neither the web server nor the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evidex.errors import ConfigError
+
+NAME = "search_with_reasoning"
+MAX_QUERY_CHARS = 2000
+MAX_ASPECT_FOCUS_CHARS = 500
+MAX_K = 50
+DEFAULT_K = 10
+
+DESCRIPTION = (
+    "Search the engineering knowledge base and return a decision, not just top-k chunks: which evidence "
+    "this caller may use right now (access, freshness and an exact citation are checked), which required "
+    "evidence families are covered, missing or found-but-rejected, the citations to quote, and signals "
+    "(confidence, coverage, source diversity, cost). Read `decision.recommendation.action` first: "
+    "'proceed' (answer from `evidence`, citing `citation`), 're-query' (call again with `aspect_focus` set "
+    "to the aspects in `decision.recommendation.focus`), or 'stop' (no fresh, authorised, citable source: "
+    "hand over to `decision.recommendation.owner`; do not answer from memory). Rejected records appear "
+    "only as ids and reason codes."
+)
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
+                  "description": "The question, in natural language."},
+        "aspect_focus": {"type": ["string", "null"], "maxLength": MAX_ASPECT_FOCUS_CHARS,
+                         "description": "Optional: the aspect to concentrate on, e.g. the missing aspects a "
+                                        "previous call recommended re-querying with."},
+        "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": DEFAULT_K,
+              "description": "Optional: at most this many evidence chunks."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+_NULLABLE_STRING = {"type": ["string", "null"]}
+
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The result of one search_with_reasoning call (JSON-stable; everything but `cost` is "
+                   "reproducible from request, index snapshot and configuration).",
+    "properties": {
+        "version": {"type": "integer"},
+        "request": {"type": "object", "description": "The request as run: query, k, aspect_focus, principal, "
+                                                     "retrieved_at (pinned), plan, mode."},
+        "index": {"type": "object", "properties": {"snapshot_id": {"type": "string"},
+                                                   "config_hash": {"type": "string"}}},
+        "plan": {"type": "object", "description": "The evidence plan: required families and question aspects."},
+        "decision": {
+            "type": "object",
+            "properties": {
+                "recommendation": {
+                    "type": "object",
+                    "properties": {
+                        "action": {"type": "string", "enum": ["proceed", "re-query", "stop"]},
+                        "reason": {"type": "string"},
+                        "focus": _STRINGS,
+                        "owner": _NULLABLE_STRING,
+                    },
+                    "required": ["action", "reason", "focus", "owner"],
+                },
+                "stop_condition": _NULLABLE_STRING,
+                "grade": _NULLABLE_STRING,
+            },
+            "required": ["recommendation", "stop_condition"],
+        },
+        "families": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "status": {"type": "string", "enum": ["covered", "missing", "found-but-rejected"]},
+                    "record_ids": _STRINGS,
+                    "reasons": _STRINGS,
+                },
+                "required": ["name", "status"],
+            },
+        },
+        "evidence": {
+            "type": "array",
+            "description": "Admitted evidence grouped by source; each chunk carries its exact `citation`.",
+            "items": {
+                "type": "object",
+                "properties": {"source": {"type": "string"}, "title": {"type": "string"},
+                               "citation_uri": _NULLABLE_STRING, "chunks": {"type": "array"}},
+                "required": ["source", "chunks"],
+            },
+        },
+        "expanded": {"type": "array"},
+        "rejected": {"type": ["object", "null"],
+                     "description": "Rejected candidates as ids and reason codes, with counts per reason."},
+        "signals": {
+            "type": "object",
+            "properties": {"confidence": {"type": "number"}, "features": {"type": "object"},
+                           "source_diversity": {"type": "object"}, "coverage": {"type": "object"}},
+            "required": ["confidence", "coverage"],
+        },
+        "retrieval_metadata": {"type": "object"},
+        "trace": {"type": "array", "items": {"type": "object"}},
+        "cost": {"type": "object", "properties": {"latency_ms": {"type": "object"},
+                                                  "model_tokens": {"type": "integer"}}},
+    },
+    "required": ["version", "request", "index", "plan", "decision", "families", "evidence", "rejected",
+                 "signals", "retrieval_metadata", "trace", "cost"],
+}
+
+
+class SchemaFormat(enum.Enum):
+    """Which function-calling dialect `evidex tool-schema` prints."""
+
+    OPENAI = "openai"  # {"type": "function", "function": {name, description, parameters}}
+    ANTHROPIC = "anthropic"  # {name, description, input_schema}
+    MCP = "mcp"  # {name, description, inputSchema, outputSchema}
+
+    @classmethod
+    def from_str(cls, value: str) -> SchemaFormat:
+        try:
+            return cls(value.strip().lower())
+        except ValueError:
+            choices = ", ".join(m.value for m in cls)
+            raise ConfigError(f"unknown tool schema format {value!r}; choose one of: {choices}") from None
+
+
+def definition(fmt: SchemaFormat = SchemaFormat.OPENAI) -> dict[str, Any]:
+    """The tool definition in the dialect `fmt` (fresh dicts: callers may modify them)."""
+    schema = copy.deepcopy(INPUT_SCHEMA)
+    if fmt is SchemaFormat.OPENAI:
+        return {"type": "function", "function": {"name": NAME, "description": DESCRIPTION, "parameters": schema}}
+    if fmt is SchemaFormat.ANTHROPIC:
+        return {"name": NAME, "description": DESCRIPTION, "input_schema": schema}
+    return {"name": NAME, "description": DESCRIPTION, "inputSchema": schema,
+            "outputSchema": copy.deepcopy(OUTPUT_SCHEMA)}
+
+
+class ToolInputError(ValueError):
+    """The caller's arguments are invalid; the message names the argument (never echoes its value)."""
+
+
+@dataclass(frozen=True)
+class ToolArguments:
+    query: str
+    aspect_focus: str | None = None
+    k: int = DEFAULT_K
+
+
+def parse_arguments(args: Mapping[str, Any] | None, *, max_k: int = MAX_K) -> ToolArguments:
+    """Validate the tool's arguments against INPUT_SCHEMA (and a deployment's `max_k`, at most MAX_K)."""
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise ToolInputError("arguments must be a JSON object")
+    extra = sorted(set(args) - set(INPUT_SCHEMA["properties"]))
+    if extra:
+        raise ToolInputError(f"unknown argument(s) {extra}; allowed: query, aspect_focus, k "
+                             "(the principal comes from the API key, never from the request)")
+    query = args.get("query")
+    if not isinstance(query, str):
+        raise ToolInputError("query: required, a string")
+    if not query.strip():
+        raise ToolInputError("query: must not be empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ToolInputError(f"query: at most {MAX_QUERY_CHARS} characters (got {len(query)})")
+    focus = args.get("aspect_focus")
+    if focus is not None and not isinstance(focus, str):
+        raise ToolInputError("aspect_focus: must be a string or null")
+    if focus is not None and len(focus) > MAX_ASPECT_FOCUS_CHARS:
+        raise ToolInputError(f"aspect_focus: at most {MAX_ASPECT_FOCUS_CHARS} characters (got {len(focus)})")
+    limit = min(max_k, MAX_K)
+    k = args.get("k")
+    if k is None:
+        k = min(DEFAULT_K, limit)
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise ToolInputError("k: must be an integer")
+    if not 1 <= k <= limit:
+        raise ToolInputError(f"k: must be between 1 and {limit} (got {k})")
+    focus = (focus or "").strip() or None
+    return ToolArguments(query=query, aspect_focus=focus, k=k)
