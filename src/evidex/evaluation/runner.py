@@ -21,6 +21,7 @@ from datetime import datetime
 from evidex.admission.gate import Principal
 from evidex.config import Config
 from evidex.evaluation.gate_audit import GateAudit
+from evidex.evaluation.signal_check import check_signals, quality
 from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine, configured_embedder
 from evidex.evaluation import metrics
@@ -158,6 +159,9 @@ def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[
             if progress is not None:
                 progress(name, i, len(questions))
         report["pipelines"][name] = summarize(rows, k)
+        if any("outcome" in r.info for _, r, _ in rows):
+            checked = [(q, engine.result_of(r.info["outcome"]), quality(q, r.chunks, k)) for q, r, _ in rows]
+            report["pipelines"][name]["signals"] = check_signals(checked)
         if audit is not None:
             report["pipelines"][name].update(audit.score(engine, rows, k, plan))
     return report

@@ -127,33 +127,36 @@ _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer evx_..
 _api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: evx_...")
 
 
+def authorize(request: Request,
+              bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+              api_key: Annotated[str | None, Security(_api_key_header)]) -> KeyRecord:
+    """The caller's key (from `Authorization: Bearer` or `X-API-Key`), within its rate, or an ApiError."""
+    keys: KeyStore = request.app.state.evidex_keys
+    limiter: RateLimiter = request.app.state.evidex_limiter
+    presented = bearer.credentials if bearer is not None else api_key
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if not presented or not presented.strip():
+        raise ApiError(401, "unauthorized", "an API key is required (Authorization: Bearer <key> or X-API-Key)",
+                       challenge)
+    record = keys.authenticate(presented.strip())
+    if record is None:
+        raise ApiError(401, "unauthorized", "the API key is not valid (unknown, revoked or expired)", challenge)
+    request.state.evidex_key = record.name
+    decision = limiter.acquire(record.name, record.rate_per_min)
+    if not decision.allowed:
+        raise ApiError(429, "rate-limited", f"over {record.rate_per_min} requests per minute for this key; "
+                       f"retry after {decision.retry_after_header} s", {"Retry-After": decision.retry_after_header})
+    return record
+
+
 def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, max_k: int = tool.MAX_K,
                limiter: RateLimiter | None = None) -> FastAPI:
     """The HTTP API over `engine`, authenticating with `keys` and rate-limiting with `limiter`."""
     if not 1 <= max_k <= tool.MAX_K:
         raise ValueError(f"max_k must be between 1 and {tool.MAX_K}")
-    limiter = limiter or RateLimiter()
-    app = FastAPI(title="evidex", version="1", description=tool.DESCRIPTION, docs_url=None, redoc_url=None,
-                  max_body_size=max_body_bytes)
-
-    def authorize(request: Request,
-                  bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
-                  api_key: Annotated[str | None, Security(_api_key_header)]) -> KeyRecord:
-        presented = bearer.credentials if bearer is not None else api_key
-        challenge = {"WWW-Authenticate": "Bearer"}
-        if not presented:
-            raise ApiError(401, "unauthorized", "an API key is required (Authorization: Bearer <key> or X-API-Key)",
-                           challenge)
-        record = keys.authenticate(presented.strip())
-        if record is None:
-            raise ApiError(401, "unauthorized", "the API key is not valid (unknown, revoked or expired)", challenge)
-        request.state.evidex_key = record.name
-        decision = limiter.acquire(record.name, record.rate_per_min)
-        if not decision.allowed:
-            raise ApiError(429, "rate-limited", f"over {record.rate_per_min} requests per minute for this key; "
-                           f"retry after {decision.retry_after_header} s",
-                           {"Retry-After": decision.retry_after_header})
-        return record
+    app = FastAPI(title="evidex", version="1", description=tool.DESCRIPTION, docs_url=None, redoc_url=None)
+    app.state.evidex_keys = keys
+    app.state.evidex_limiter = limiter or RateLimiter()
 
     @app.post(SEARCH_PATH, tags=["agent tool"], summary="search_with_reasoning(query, aspect_focus)",
               description=tool.DESCRIPTION, response_class=JSONResponse,
@@ -201,15 +204,17 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, m
 
     for cls in (ApiError, RequestValidationError, StarletteHTTPException):
         app.add_exception_handler(cls, handle)
-    app.add_middleware(_Guard)
+    app.add_middleware(_Guard, max_body_bytes=max_body_bytes)
     return app
 
 
 class _Guard:
-    """Outermost layer: security headers on every response and one log line per request (no bodies)."""
+    """Outermost layer: the body limit (413 before a byte too many is read), security headers on every
+    response, and one log line per request (no bodies, no queries, no results)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
         self.app = app
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -217,11 +222,13 @@ class _Guard:
             return
         started = time.perf_counter()
         status = 500
+        response_started = False
+        received = 0
 
-        async def send_with_headers(message: Message) -> None:
-            nonlocal status
+        async def guarded_send(message: Message) -> None:
+            nonlocal status, response_started
             if message["type"] == "http.response.start":
-                status = int(message["status"])
+                status, response_started = int(message["status"]), True
                 ours = {k for k, _ in _SECURITY_HEADERS}
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in ours]
                 headers.extend(_SECURITY_HEADERS)
@@ -230,12 +237,38 @@ class _Guard:
                 message = {**message, "headers": headers}
             await send(message)
 
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    raise StarletteHTTPException(413)
+            return message
+
         try:
-            await self.app(scope, receive, send_with_headers)
+            if _content_length(scope) > self.max_body_bytes:
+                await api_error(StarletteHTTPException(413)).response()(scope, receive, guarded_send)
+            else:
+                await self.app(scope, limited_receive, guarded_send)
+        except StarletteHTTPException as exc:
+            if exc.status_code != 413 or response_started:
+                raise
+            await api_error(exc).response()(scope, receive, guarded_send)
         finally:
             key = scope.get("state", {}).get("evidex_key", "-")
             log.info("%s %s %d key=%s %.1f ms", scope["method"], scope["path"], status, key,
                      (time.perf_counter() - started) * 1000)
+
+
+def _content_length(scope: Scope) -> int:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
 
 
 def serve(app: ASGIApp, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, log_level: str = "info") -> None:

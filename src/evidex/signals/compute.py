@@ -50,8 +50,15 @@ def features(outcome: SearchOutcome) -> dict[str, float]:
     found_terms = set()
     for c in ctx:
         found_terms |= q_terms & set(terms(c.chunk.text + " " + c.chunk.title))
+    best_match = [max((f.match_score(c.chunk) for c in ctx), default=0.0) for f in outcome.plan.families]
+    linked = [dict(c.scores).get("linked", 0.0) for c in ctx]
     return {
         "coverage": coverage,
+        "min_family_match": min(best_match, default=1.0),
+        "n_families": len(outcome.plan.families) / 6,
+        "chained": 1.0 if outcome.plan.chained else 0.0,
+        "linked": sum(linked) / len(linked) if linked else 0.0,
+        "query_length": len(q_terms) / 30,
         "top_score": top,
         "mean_score": sum(scores) / len(scores) if scores else 0.0,
         "margin": (scores[0] - scores[min(len(scores) - 1, 4)]) if scores else 0.0,
