@@ -6,6 +6,7 @@ assemble (signals are computed from the outcome, in `evidex.signals`). Each step
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -22,7 +23,7 @@ from evidex.evidence.plan import QuestionShape, RequiredFamily, plan_question
 from evidex.evidence.rescue import rescue
 from evidex.evidence.reserve import reserve
 from evidex.rerank.fused import CrossEncoder, RerankWeights, rerank
-from evidex.retrieval.fusion import fuse
+from evidex.retrieval.fusion import FusedHit, fuse
 from evidex.retrieval.hybrid import candidates as to_candidates
 from evidex.stores.protocol import Store
 from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId, SearchFilters
@@ -110,20 +111,29 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
 
     with trace.stage("retrieve") as st:
         pool_limit = max(ev.pool_size, k)
-        dense: list[ScoredId] = []
-        sparse: list[ScoredId] = []
         wide = max(cfg.retrieval.candidate_pool, pool_limit)
-        if request.mode in (RetrievalMode.DENSE, RetrievalMode.HYBRID):
-            dense = parts.store.search_dense(parts.encode(request.query), wide)
-        if request.mode in (RetrievalMode.BM25, RetrievalMode.HYBRID):
-            sparse = parts.store.search_sparse(request.query, wide)
-        lists = [x for x in (dense, sparse) if x or request.mode is RetrievalMode.HYBRID]
-        weights = [cfg.retrieval.dense_weight, cfg.retrieval.sparse_weight] if len(lists) == 2 else [1.0]
-        hits = fuse(lists or [[]], weights, FusionMode.from_str(cfg.retrieval.fusion) if len(lists) == 2
-                    else FusionMode.WEIGHTED, cfg.retrieval.rrf_k)
+        # An aspect focus is retrieved for in its own right, beside the question, and fused with it.
+        queries = [request.query] + ([request.aspect_focus] if request.aspect_focus else [])
+        lists: list[list[ScoredId]] = []
+        weights: list[float] = []
+        for text in queries:
+            if request.mode in (RetrievalMode.DENSE, RetrievalMode.HYBRID):
+                lists.append(parts.store.search_dense(parts.encode(text), wide))
+                weights.append(cfg.retrieval.dense_weight if request.mode is RetrievalMode.HYBRID else 1.0)
+            if request.mode in (RetrievalMode.BM25, RetrievalMode.HYBRID):
+                lists.append(parts.store.search_sparse(text, wide))
+                weights.append(cfg.retrieval.sparse_weight if request.mode is RetrievalMode.HYBRID else 1.0)
+        mode = FusionMode.from_str(cfg.retrieval.fusion) if len(lists) > 1 else FusionMode.WEIGHTED
+        hits = fuse(lists, weights, mode, cfg.retrieval.rrf_k)
+        if request.aspect_focus:
+            # The focused aspect is met by the best hits of its own search, not only by shared words.
+            per_query = len(lists) // len(queries)
+            focus_hits = fuse(lists[per_query:], weights[per_query:], mode, cfg.retrieval.rrf_k)[:FOCUS_TOP]
+            plan = with_focus_hits(plan, request.aspect_focus, tuple(h.record_id for h in focus_hits))
+            hits = _with_required(hits, focus_hits)
         pool = to_candidates(parts.store, hits[:pool_limit], request.mode)
         st.n_out = len(pool)
-        st.decisions = {"dense_hits": len(dense), "sparse_hits": len(sparse)}
+        st.decisions = {"queries": len(queries), "hits": [len(x) for x in lists]}
 
     weights_cfg = RerankWeights(ev.w_cross_encoder, ev.w_retrieval, ev.w_lexical, ev.w_title, ev.w_linked,
                                 ev.exact_token_bonus, ev.cross_encoder_top_n)
@@ -210,6 +220,21 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                          families=families, gate=decision, graded=graded, expanded=expanded,
                          ranked=tuple([*selected, *deeper]), ranked_all=tuple(ranked), reranker=reranker,
                          trace=trace)
+
+
+FOCUS_TOP = 3
+
+
+def with_focus_hits(plan: EvidencePlan, focus: str, record_ids: tuple[str, ...]) -> EvidencePlan:
+    families = tuple(dataclasses.replace(f, record_ids=record_ids) if f.name == focus.strip() else f
+                     for f in plan.families)
+    return dataclasses.replace(plan, families=families)
+
+
+def _with_required(hits: list[FusedHit], required: list[FusedHit]) -> list[FusedHit]:
+    """`hits` with `required` moved to the front if they would fall outside the pool."""
+    ids = {h.record_id for h in required}
+    return [*required, *(h for h in hits if h.record_id not in ids)]
 
 
 def _family_statuses(plan: EvidencePlan, selected: Sequence[Candidate], ranked: Sequence[Candidate],

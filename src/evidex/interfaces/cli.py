@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from evidex.admission.gate import Principal
+from evidex.agent import ask
 from evidex.config import Config, load_config
 from evidex.engine import Engine, configured_embedder
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
@@ -465,3 +466,34 @@ def import_cmd(directory: Annotated[Path, typer.Argument(help="a directory writt
     with open_engine(config, index) as engine:
         manifest = run(lambda: import_index(directory, engine.store))
     out.print_json(data=manifest)
+
+
+@app.command("ask")
+def ask_cmd(
+    question: Annotated[str, typer.Argument(help="the question")],
+    max_rounds: Annotated[int, typer.Option("--max-rounds", min=1, max=6)] = 3,
+    principal: PrincipalOpt = None, labels: LabelsOpt = None, retrieved_at: AtOpt = None,
+    config: ConfigOpt = None, index: IndexOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the transcript as JSON")] = False,
+) -> None:
+    """The reference agent loop: call the tool, follow its recommendation (re-query with an aspect focus,
+    bounded), print the final evidence with citations and a log of each decision."""
+    at = _instant(retrieved_at)
+    with open_engine(config, index) as engine:
+        who = _principal(principal, labels, engine)
+        transcript = run(lambda: ask(lambda q, f: engine.search_with_reasoning(q, f, principal=who, retrieved_at=at),
+                                     question, max_rounds=max_rounds))
+    if json_out:
+        sys.stdout.write(json.dumps(transcript.to_dict(), indent=2, sort_keys=True) + "\n")
+        return
+    for r in transcript.rounds:
+        focus = f" (aspect_focus: {escape(r['aspect_focus'])})" if r["aspect_focus"] else ""
+        out.print(f"[bold]round {r['round']}[/]{focus}: {r['action']} — {escape(r['reason'])}; "
+                  f"missing aspects: {escape(', '.join(r['aspects_missing']) or 'none')}; "
+                  f"+{len(r['new_evidence'])} evidence")
+        if r.get("note"):
+            out.print(f"  [green]{escape(r['note'])}[/]")
+    out.print(f"final: [bold]{transcript.final_action}[/] — {escape(transcript.final_reason)}"
+              f"{'; ask ' + escape(transcript.owner) if transcript.owner else ''}")
+    for c in transcript.evidence.values():
+        out.print(f"  [{c['round']}] {escape(c['citation'] or c['source'])}", highlight=False)

@@ -167,8 +167,8 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, m
                          413: {"description": f"Body over {max_body_bytes} bytes."},
                          429: {"description": "Over the key's rate; see Retry-After."}})
     def search_with_reasoning(body: SearchBody, key: Annotated[KeyRecord, Depends(authorize)]) -> JSONResponse:
-        args = tool.parse_arguments(body.model_dump(), max_k=max_k)
         try:
+            args = tool.parse_arguments(body.model_dump(), max_k=max_k)
             result = engine.search_with_reasoning(args.query, args.aspect_focus, k=args.k,
                                                   principal=key.to_principal())
         except Exception as exc:  # noqa: BLE001 - every failure goes through the one mapping

@@ -91,8 +91,9 @@ def source_diversity(outcome: SearchOutcome) -> dict[str, Any]:
 
 def aspect_coverage(outcome: SearchOutcome) -> tuple[list[str], list[str]]:
     covered, missing = [], []
+    planned = {f.name: f for f in outcome.plan.families}
     for aspect in outcome.plan.aspects:
-        probe = RequiredFamily(name=aspect, rescue_query=aspect, aspect_terms=terms(aspect))
+        probe = planned.get(aspect) or RequiredFamily(name=aspect, rescue_query=aspect, aspect_terms=terms(aspect))
         (covered if any(probe.matches(c.chunk) for c in outcome.context) else missing).append(aspect)
     return covered, missing
 
@@ -134,7 +135,8 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float,
               default_owner: str | None) -> Recommendation:
     if is_stop(outcome):
         return Recommendation("stop", STOP_CONDITION, owner=next_step_owner(outcome, default_owner))
-    if cov["families_found_but_rejected"]:
+    declared = outcome.plan.source.value in ("caller", "shape")
+    if cov["families_found_but_rejected"] and declared:
         # Required evidence exists but this requester may not use it (restricted, expired, uncitable):
         # a re-query cannot fix that; a person can.
         return Recommendation("stop", STOP_CONDITION, focus=tuple(cov["families_found_but_rejected"]),
