@@ -126,8 +126,14 @@ class Engine:
     def pipeline_parts(self) -> PipelineParts:
         if self._parts is None:
             gate = AdmissionGate(GatePolicy.from_config(self.config.gate.rules, self.config.gate.visibility))
+            cross_encoder = None
+            if self.config.evidence.cross_encoder_dir:
+                from evidex.rerank.cross_encoder import SentenceTransformerCrossEncoder
+
+                cross_encoder = SentenceTransformerCrossEncoder(Path(self.config.evidence.cross_encoder_dir)
+                                                                .expanduser())
             self._parts = PipelineParts(store=self.store, encode=self.encode_query, config=self.config, gate=gate,
-                                        shapes=shapes_from_config(self.config))
+                                        cross_encoder=cross_encoder, shapes=shapes_from_config(self.config))
         return self._parts
 
     def run(self, request: SearchRequest) -> SearchOutcome:
