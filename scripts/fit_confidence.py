@@ -34,7 +34,8 @@ def collect(data: Path, limit: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     cfg = load_config()
     sets = {
         "k8s": ([data / "k8s" / "docs"], lambda: load_questions(data / "k8s" / "questions.jsonl")),
-        "hotpotqa": ([data / "hotpotqa" / "corpus.jsonl"], lambda: load_questions(data / "hotpotqa" / "questions.jsonl")),
+        "hotpotqa": ([data / "hotpotqa" / "corpus.jsonl"],
+                     lambda: load_questions(data / "hotpotqa" / "questions.jsonl")),
         "musique": ([data / "musique" / "corpus.jsonl"], lambda: load_questions(data / "musique" / "questions.jsonl")),
         "scifact": ([data / "scifact" / "corpus.jsonl"],
                     lambda: load_beir(data / "scifact" / "queries.jsonl", data / "scifact" / "qrels.tsv")),
@@ -104,7 +105,8 @@ def main() -> None:
         cv = spearman(list(preds), list(ys))
         report[name] = {"questions": len(xs), "spearman_in_sample": round(in_sample or 0, 4),
                         "spearman_cv": round(cv or 0, 4)}
-        print(f"{name}: Spearman in-sample {report[name]['spearman_in_sample']}, 2-fold CV {report[name]['spearman_cv']}")
+        r = report[name]
+        print(f"{name}: Spearman in-sample {r['spearman_in_sample']}, 2-fold CV {r['spearman_cv']}")
     pooled = spearman(list(predict(w, (x - mean) / std)), list(y))
     report["pooled"] = {"questions": len(x), "spearman_in_sample": round(pooled or 0, 4)}
     print(f"pooled: Spearman in-sample {report['pooled']['spearman_in_sample']}")

@@ -233,9 +233,9 @@ def test_environment_overrides_win_over_the_file(tmp_path: Path) -> None:
 
 
 def test_replace_checks_keys_and_values() -> None:
-    with pytest.raises(ConfigError, match="retrieval.fusoin"):
+    with pytest.raises(ConfigError, match=r"retrieval\.fusoin"):
         Config().replace(retrieval={"fusoin": "rrf"})
-    with pytest.raises(ConfigError, match="retrieval.fusion"):
+    with pytest.raises(ConfigError, match=r"retrieval\.fusion"):
         Config().replace(retrieval={"fusion": "bogus"})
 
 

@@ -57,6 +57,8 @@ def test_the_pipeline_applies_it_to_the_top_n_and_says_so(tiny_cross_encoder: Pa
     engine = make_engine(evidence={"cross_encoder_dir": str(tiny_cross_encoder), "cross_encoder_top_n": 2})
     outcome = engine.run(SearchRequest(query="how often do keys rotate", k=3))
     assert outcome.reranker["cross_encoder"] == f"cross-encoder:{tiny_cross_encoder.name}"
-    assert outcome.reranker["weights"]["cross_encoder"] == pytest.approx(0.4 / (0.4 + 0.3 + 0.3 + 0.15), abs=1e-4)
+    ev = engine.config.evidence
+    total = ev.w_cross_encoder + ev.w_retrieval + ev.w_lexical + ev.w_title
+    assert outcome.reranker["weights"]["cross_encoder"] == pytest.approx(ev.w_cross_encoder / total, abs=1e-4)
     scored = [dict(c.scores).get("cross_encoder") for c in outcome.ranked]
     assert sum(1 for s in scored if s not in (None, 0.0)) <= 2  # only the top 2 went through the model

@@ -68,7 +68,7 @@ class EvidenceConfig:
     max_per_doc: int = 1  # chunks of one document in the top-k before the cap is lifted (0 = no cap)
     max_aspects: int = 6  # obligations an automatic plan may create
     w_cross_encoder: float = 0.4
-    w_retrieval: float = 0.3
+    w_retrieval: float = 0.6
     w_lexical: float = 0.3
     w_title: float = 0.15
     w_linked: float = 0.3
@@ -172,7 +172,7 @@ class Config:
         updates: dict[str, Any] = {}
         for name, value in sections.items():
             current = getattr(self, name)
-            if isinstance(value, Mapping) and dataclasses.is_dataclass(current):
+            if isinstance(value, Mapping) and dataclasses.is_dataclass(current) and not isinstance(current, type):
                 updates[name] = _build_section(name, type(current), {**dataclasses.asdict(current), **value})
             else:
                 updates[name] = value
@@ -213,9 +213,8 @@ def _coerce(key: str, value: Any, expected: type[Any]) -> Any:
                 return float(value)
             except ValueError:
                 pass
-    elif expected is str:
-        if isinstance(value, str):
-            return value
+    elif expected is str and isinstance(value, str):
+        return value
     raise ConfigError(f"config key {key!r}: expected {expected.__name__}, got {value!r}")
 
 

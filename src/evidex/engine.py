@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
-import hashlib
-from datetime import UTC, datetime
 
 from evidex.admission.audit import AuditLog
 from evidex.admission.gate import AdmissionGate, GatePolicy, Principal, RejectionVisibility
@@ -21,15 +20,24 @@ from evidex.embedding.cache import EmbeddingCache
 from evidex.embedding.protocol import Embedder
 from evidex.errors import BackendUnavailable, ConfigError, StoreError
 from evidex.evidence.plan import EvidencePlan
-from evidex.result import ResultContext, build_result, decision_json
 from evidex.ingest.loaders import LoadFailure, iter_documents, load_file, read_jsonl_line
 from evidex.ingest.provenance import load_overlay
 from evidex.ingest.run import FamilyRules, Progress, ingest
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search, shapes_from_config
+from evidex.result import ResultContext, build_result, decision_json
 from evidex.retrieval.hybrid import retrieve
 from evidex.stores.protocol import Store
 from evidex.stores.sqlite import SqliteStore
-from evidex.types import BatchInfo, Candidate, Chunk, DeadLetter, Document, IngestReport, RetrievalMode, SearchFilters
+from evidex.types import (
+    BatchInfo,
+    Candidate,
+    Chunk,
+    DeadLetter,
+    Document,
+    IngestReport,
+    RetrievalMode,
+    SearchFilters,
+)
 
 
 def open_store(config: Config) -> Store:
@@ -45,6 +53,11 @@ def open_store(config: Config) -> Store:
 
 
 VERIFICATIONS_FILE = "verifications.sqlite"
+
+
+def record_version(chunk: Chunk) -> str:
+    """The version a human verification is tied to: the source version, else the chunk's content."""
+    return chunk.provenance.source_version or f"content:{chunk.content_hash[:16]}"
 
 
 def configured_embedder(config: Config) -> Embedder:
@@ -169,7 +182,7 @@ class Engine:
     def result_of(self, outcome: SearchOutcome) -> dict[str, Any]:
         """The JSON-ready result of a pipeline outcome: evidence, families, rejections, signals, cost."""
         verified = {c.chunk.record_id: self.verifications.for_record(
-            c.chunk.record_id, c.chunk.provenance.source_version, as_of=outcome.retrieved_at)
+            c.chunk.record_id, record_version(c.chunk), as_of=outcome.retrieved_at)
             for c in outcome.context}
         policy = self.pipeline_parts().gate
         visibility = policy.policy.visibility if policy else RejectionVisibility.REASONS_EXCEPT_ACCESS
@@ -186,7 +199,7 @@ class Engine:
             raise StoreError(f"no live record {record_id!r}")
         if not claim.strip() or not by.strip():
             raise ConfigError("a verification needs a non-empty --claim and --by")
-        version = chunk.provenance.source_version or f"content:{chunk.content_hash[:16]}"
+        version = record_version(chunk)
         return self.verifications.record(record_id, version, claim.strip(), by.strip(),
                                          at or datetime.now(UTC).replace(microsecond=0))
 

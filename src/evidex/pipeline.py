@@ -7,30 +7,28 @@ assemble (signals are computed from the outcome, in `evidex.signals`). Each step
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
-from evidex.admission.gate import AdmissionGate, GateDecision, Principal, RejectReason
+
+from evidex.admission.gate import AdmissionGate, GateDecision, Principal
 from evidex.config import Config
 from evidex.evidence.assemble import expand_neighbours
 from evidex.evidence.bridge import bridge
 from evidex.evidence.grade import Graded, GradeThresholds, grade
-from evidex.evidence.plan import QuestionShape, RequiredFamily, plan_question
+from evidex.evidence.plan import EvidencePlan, QuestionShape, RequiredFamily, plan_question
 from evidex.evidence.rescue import rescue
 from evidex.evidence.reserve import reserve
 from evidex.rerank.fused import CrossEncoder, RerankWeights, rerank
 from evidex.retrieval.fusion import FusedHit, fuse
 from evidex.retrieval.hybrid import candidates as to_candidates
 from evidex.stores.protocol import Store
-from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId, SearchFilters
-from evidex.evidence.plan import EvidencePlan
 from evidex.trace import StageSwitches, Trace, pinned_now
-
-
+from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId
 
 
 @dataclass(frozen=True)
@@ -157,11 +155,18 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             # Names are only followed out of text the requester may read: a restricted page must not steer
             # (or, through the trace, reveal) what else is found.
             sources = ranked[: ev.bridge_from_top * 2]
+            gated_candidates = sparse_candidates
             if parts.gate is not None and request.principal is not None:
-                sources = list(parts.gate.admit(sources, request.principal, retrieved_at).admitted)
+                gate, who = parts.gate, request.principal
+                sources = list(gate.admit(sources, who, retrieved_at).admitted)
+
+                def gated_candidates(h: list[ScoredId]) -> list[Candidate]:
+                    # Links lead only to records the requester may read, so none is named in the trace.
+                    return list(gate.admit(sparse_candidates(h), who, retrieved_at).admitted)
+
             bridged, searches = ([], []) if not (ev.bridge_from_top and plan.chained) else bridge(
                 parts.store, request.query, sources, from_top=ev.bridge_from_top,
-                max_entities=ev.bridge_max_searches, limit=10, to_candidates=sparse_candidates,
+                max_entities=ev.bridge_max_searches, limit=10, to_candidates=gated_candidates,
                 hops=ev.bridge_hops)
             linked = frozenset(r for s in searches for r in s.linked)
             known = {c.chunk.record_id for c in [*pool, *added]}
@@ -169,9 +174,10 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             if added or bridged or linked:
                 # Rescued chunks enter at the retrieval floor and are scored with the rest of the pool.
                 floor = min((c.score for c in pool), default=0.0)
-                merged = [*pool, *(Candidate(c.chunk, floor, sparse_score=c.sparse_score) for c in [*added, *bridged])]
+                extra = [Candidate(c.chunk, floor, sparse_score=c.sparse_score) for c in [*added, *bridged]]
+                merged = [*pool, *extra]
                 ranked = list(rerank(request.query, merged, weights_cfg, parts.cross_encoder, plan.aspects,
-                                     linked).candidates) if sw.rerank else [*ranked, *added, *bridged]
+                                     linked).candidates) if sw.rerank else [*ranked, *extra]
             st.n_out = len(ranked)
             st.decisions = {"searches": [a.to_dict() for a in attempts],
                             "bridges": [b.to_dict() for b in searches]}

@@ -96,7 +96,8 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
         # Visible (non-access) rejections may say where the record came from and what replaced it: that is
         # provenance, not restricted text, and it tells the reader where the current version lives.
         chunks = {c.chunk.record_id: c.chunk for c in outcome.ranked_all}
-        for item in rejected["rejected"]:
+        visible: list[dict[str, Any]] = rejected["rejected"]  # type: ignore[assignment]
+        for item in visible:
             ch = chunks.get(item["record_id"])
             if ch is not None and item["reason"] != "access-label-not-granted":
                 item["source"] = ch.source

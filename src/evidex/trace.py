@@ -43,7 +43,7 @@ class Trace:
             raise
         except EvidexError:
             raise
-        except Exception as exc:  # noqa: BLE001 - re-raised with the stage's name
+        except Exception as exc:
             raise StageError(name, f"{type(exc).__name__}: {exc}") from exc
         finally:
             record.ms = (time.perf_counter() - started) * 1000

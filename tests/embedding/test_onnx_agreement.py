@@ -215,7 +215,7 @@ def test_concurrent_exports_build_once(tmp_path: Path) -> None:
     def run() -> None:
         try:
             results.append(export_onnx_int8(default_model_dir(), out))
-        except Exception as exc:  # noqa: BLE001 - surfaced by the assertion below
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=run) for _ in range(2)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,10 +59,9 @@ def ids(candidates: Iterable[Candidate]) -> list[str]:
 DIM = 4
 
 
-def build_store(directory: Path, chunks: Sequence[Chunk], store_cls: type[SqliteStore] = SqliteStore) -> SqliteStore:
-    """A real SqliteStore holding `chunks` (one document each unless they share a doc_id), committed as one
-    batch. Vectors are constant: these stores are searched with BM25 only."""
-    store = store_cls(directory)
+def fill(store: SqliteStore, chunks: Sequence[Chunk]) -> None:
+    """Commit `chunks` (one document each unless they share a doc_id) to `store` as one batch. Vectors are
+    constant: these stores are searched with BM25 only."""
     by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_doc.setdefault(c.doc_id, []).append(c)
@@ -71,10 +70,16 @@ def build_store(directory: Path, chunks: Sequence[Chunk], store_cls: type[Sqlite
                       np.ones((len(group), DIM), dtype=np.float32))
         for doc_id, group in by_doc.items())
     store.commit_batch(BatchWrite("b-test", "test", writes, 0, ()))
+
+
+def build_store(directory: Path, chunks: Sequence[Chunk]) -> SqliteStore:
+    """A real SqliteStore holding `chunks`."""
+    store = SqliteStore(directory)
+    fill(store, chunks)
     return store
 
 
-def sparse_candidates(store: SqliteStore) -> Any:
+def sparse_candidates(store: SqliteStore) -> Callable[[list[ScoredId]], list[Candidate]]:
     """What the pipeline turns a sparse hit list into (the rescue / bridge `to_candidates` argument)."""
 
     def convert(hits: list[ScoredId]) -> list[Candidate]:
@@ -113,6 +118,13 @@ class CountingStore(SqliteStore):
                      filters: SearchFilters | None = None) -> list[ScoredId]:
         self.dense_calls += 1
         return super().search_dense(vector, limit, filters)
+
+
+def counting_store(directory: Path, chunks: Sequence[Chunk]) -> CountingStore:
+    """A CountingStore holding `chunks`."""
+    store = CountingStore(directory)
+    fill(store, chunks)
+    return store
 
 
 # ---- the bundled handbook ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@ step list that goes on), within the budget, and the result says which pairs were
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 
 from evidence_support import cand, ids, make_chunk
@@ -89,7 +90,7 @@ def test_real_chunker_pieces_of_one_long_section_are_joined() -> None:
     chunks = chunk_document(doc, ChunkingConfig(max_chars=400, overlap_chars=50, min_chars=100), datetime.now(UTC))
     section = [c for c in chunks if c.citation_anchor == "restoring-a-volume"]
     assert len(section) >= 3
-    assert all(continues(a, b) for a, b in zip(section, section[1:], strict=False))
+    assert all(continues(a, b) for a, b in itertools.pairwise(section))
     last = chunks[-1]
     assert last.citation_anchor == "afterwards" and not continues(section[-1], last)
     pool = [cand(c, 0.5) for c in chunks]

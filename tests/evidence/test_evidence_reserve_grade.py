@@ -3,7 +3,6 @@ and the rules that must always hold as hypothesis properties."""
 
 from __future__ import annotations
 
-import pytest
 from evidence_support import cand, ids, make_chunk
 from hypothesis import given
 from hypothesis import strategies as st
@@ -162,8 +161,6 @@ def test_grade_restored_family_displaces_the_weakest_unprotected_chunk() -> None
     assert graded.restored == ("c",)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG evidence/grade.py grade: `removed` is computed before restored families "
-                                       "displace chunks, so a displaced selected chunk is dropped but not listed")
 def test_grade_accounts_for_every_selected_chunk_it_drops() -> None:
     """What the trace says grading removed must be what it removed: a chunk displaced to make room for a
     restored family is gone from the context, so it must be listed (or the explain trace cannot account

@@ -3,7 +3,7 @@ embedding cache, so ingest takes about a second), and API keys on a clock the te
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,9 +14,9 @@ from evidex.interfaces.keys import KeyStore, RateLimiter
 
 
 @pytest.fixture
-def handbook_engine(make_engine) -> Engine:  # type: ignore[no-untyped-def]
+def handbook_engine(make_engine: Callable[..., Engine]) -> Engine:
     """An engine on a fresh index of the 36-page sample handbook."""
-    engine: Engine = make_engine()
+    engine = make_engine()
     report = engine.ingest([HANDBOOK])
     assert report.documents == 36 and not report.dead_letters
     return engine

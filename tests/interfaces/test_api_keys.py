@@ -152,3 +152,14 @@ def test_token_bucket_is_thread_safe(tick_clock: TickClock) -> None:
     for t in threads:
         t.join()
     assert (sum(allowed), len(allowed)) == (100, 400)
+
+
+def test_two_stores_on_one_file_see_each_other(tmp_path: Path) -> None:
+    """The CLI and a running server share the file: a revocation by one holds in the other at once."""
+    with KeyStore(tmp_path / "keys.sqlite") as server, KeyStore(tmp_path / "keys.sqlite") as cli:
+        plaintext, _ = cli.create("agent", "alice", ["x"])
+        assert server.authenticate(plaintext) is not None
+        with pytest.raises(ConfigError, match="exists"):
+            server.create("agent", "alice", ["x"])
+        cli.revoke("agent")
+        assert server.authenticate(plaintext) is None

@@ -6,16 +6,33 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx2
 import jsonschema
 import pytest
 from fastapi.testclient import TestClient
-from interfaces_support import ENGINEERING, MARKER, RESTRICTED_QUESTIONS, SECURITY, TickClock, WallClock
+from interfaces_support import (
+    ENGINEERING,
+    MARKER,
+    RESTRICTED_QUESTIONS,
+    SECURITY,
+    TickClock,
+    WallClock,
+    live_server,
+)
 
 from evidex.engine import Engine
-from evidex.errors import (AccessDenied, BackendUnavailable, ConfigError, EmbeddingError, IngestError, StageError,
-                           StoreError)
+from evidex.errors import (
+    AccessDenied,
+    BackendUnavailable,
+    ConfigError,
+    EmbeddingError,
+    IngestError,
+    StageError,
+    StoreError,
+)
 from evidex.interfaces import tool
 from evidex.interfaces.http import SEARCH_PATH, STATIC_DIR, api_error, create_app
 from evidex.interfaces.keys import KeyStore, RateLimiter
@@ -142,11 +159,13 @@ def test_413_for_a_body_over_the_limit(handbook_engine: Engine, keys: KeyStore) 
     ({"query": "x", "k": 0}, "k: must be between 1 and 50 (got 0)"),
     ({"query": "x", "k": 51}, "k: must be between 1 and 50 (got 51)"),
     ({"query": "x", "k": "ten"}, "k: must be an integer"),
+    ({"query": "x", "k": "5"}, "k: must be an integer"),
+    ({"query": "x", "k": 5.0}, "k: must be an integer"),
     ({"query": "x", "principal": "root"}, "unknown argument(s) ['principal']"),
     ({"query": "x", "labels": ["security-team"]}, "unknown argument(s) ['labels']"),
     ({"query": ""}, "query: must not be empty"),
     ({"aspect_focus": "x"}, "query: required"),
-    ([1, 2], "body"),
+    ([1, 2], "body: a JSON object with 'query' is required"),
 ])
 def test_400_names_the_bad_argument(client: TestClient, keys: KeyStore, body: Any, message: str) -> None:
     key, _ = keys.create("agent", "alice", ENGINEERING)
@@ -162,6 +181,8 @@ def test_400_for_invalid_json_and_for_k_over_the_deployment_limit(handbook_engin
     with TestClient(create_app(handbook_engine, keys, max_k=5)) as c:
         r = c.post(SEARCH_PATH, content=b'{"query": ', headers={**bearer(key), "Content-Type": "application/json"})
         assert r.status_code == 400 and error_of(r)["message"] == "body: not valid JSON"
+        r = c.post(SEARCH_PATH, content=b'{"query": "x"}', headers={**bearer(key), "Content-Type": "text/plain"})
+        assert r.status_code == 400 and "Content-Type: application/json" in error_of(r)["message"]
         r = c.post(SEARCH_PATH, json={"query": "x", "k": 6}, headers=bearer(key))
         assert r.status_code == 400 and error_of(r)["message"] == "k: must be between 1 and 5 (got 6)"
         assert c.post(SEARCH_PATH, json={"query": "x", "k": 5}, headers=bearer(key)).status_code == 200
@@ -198,7 +219,7 @@ def test_request_log_holds_no_query_and_no_result_text(client: TestClient, keys:
     r = ask(client, sec, {"query": RESTRICTED_QUESTIONS[0]})
     assert MARKER in r.text
     messages = [rec.getMessage() for rec in caplog.records]
-    assert any(f"POST {SEARCH_PATH} 200 key=sec" in m for m in messages)
+    assert any(f"testclient POST {SEARCH_PATH} 200 key=sec" in m for m in messages)
     logged = "\n".join(messages)
     assert MARKER not in logged and "ceremony" not in logged.lower() and sec not in logged
 
@@ -250,7 +271,8 @@ def test_health_tool_openapi_and_404(client: TestClient) -> None:
     assert body["additionalProperties"] is False and body["required"] == ["query"]
     assert op["responses"]["200"]["content"]["application/json"]["schema"] == json.loads(
         json.dumps(tool.OUTPUT_SCHEMA))
-    assert {"401", "413", "429"} <= set(op["responses"])
+    assert {"400", "401", "413", "429"} <= set(op["responses"]) and "422" not in op["responses"]
+    assert "HTTPValidationError" not in json.dumps(spec)
     schemes = spec["components"]["securitySchemes"]
     assert {s["type"] for s in schemes.values()} == {"http", "apiKey"}
 
@@ -270,3 +292,23 @@ def test_inspector_is_served_self_contained(client: TestClient) -> None:
     js = (STATIC_DIR / "inspector.js").read_text(encoding="utf-8")
     for sink in (".innerHTML", ".outerHTML", "insertAdjacentHTML", "document.write", "eval("):
         assert sink not in js, sink
+
+
+def test_concurrent_callers_each_get_their_own_principal(handbook_engine: Engine, keys: KeyStore) -> None:
+    """Over a real socket, many requests at once: every answer is computed for the key that asked."""
+    issued = {name: keys.create(name, name, SECURITY if name.startswith("sec") else ENGINEERING,
+                                rate_per_min=100)[0] for name in ("sec1", "sec2", "eng1", "eng2")}
+    with live_server(create_app(handbook_engine, keys)) as base, httpx2.Client(base_url=base, timeout=60) as http:
+
+        def one(i: int) -> tuple[str, Any]:
+            name = sorted(issued)[i % 4]
+            r = http.post(SEARCH_PATH, json={"query": RESTRICTED_QUESTIONS[i % 3]}, headers=bearer(issued[name]))
+            return name, r
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            answers = list(pool.map(one, range(24)))
+    for name, r in answers:
+        assert r.status_code == 200, r.text
+        assert r.json()["request"]["principal"]["name"] == name
+        if name.startswith("eng"):
+            assert MARKER not in r.text

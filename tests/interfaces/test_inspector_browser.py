@@ -114,6 +114,9 @@ def test_inspector_shows_the_decision(browser: Any, handbook_engine: Engine, key
 
         shot = tmp_path / "inspector.png"
         assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        lower = browser.find_element(By.CSS_SELECTOR, "section[aria-label='Timing']")
+        browser.execute_script("arguments[0].scrollIntoView()", lower)
+        assert lower.screenshot(str(tmp_path / "inspector-timing.png"))
 
         # The Content-Security-Policy blocked nothing of ours, and the page logged no errors.
         severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "401" not in e["message"]]

@@ -169,7 +169,7 @@ def twin_stores(lite_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 _FILTERS = st.builds(
     SearchFilters,
-    access_labels=st.none() | st.lists(st.sampled_from(_LABELS + ["nobody"]), max_size=3).map(tuple),
+    access_labels=st.none() | st.lists(st.sampled_from([*_LABELS, "nobody"]), max_size=3).map(tuple),
     valid_at=st.none() | st.integers(-2, 12).map(lambda d: T0 + timedelta(days=d / 2)),
     families=st.none() | st.lists(st.sampled_from(["deploy", "network", "none"]), max_size=2).map(tuple),
     source_pattern=st.none() | st.sampled_from([r"^docs/", r"deploy", r"_v\d", r"\.md$", r"quoted", r"^zzz"]),

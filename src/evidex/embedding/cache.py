@@ -8,9 +8,9 @@ had already paid for.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 

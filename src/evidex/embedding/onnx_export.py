@@ -285,10 +285,8 @@ def _versions() -> dict[str, str]:
 
     out: dict[str, str] = {}
     for pkg in ("torch", "transformers", "onnx", "onnxruntime"):
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            pass
     return out
 
 

@@ -300,15 +300,16 @@ def _k8s_part(config: Config, embedder: Embedder, k8s_docs: Path, *, chunk_budge
             "query_encoding": _ms_stats(encode, encode_cpu),
             "note": "Engine.search(k=10), query encoding included",
         }
-        log("k8s latency: " + ", ".join(f"{m} p50 {s['p50_ms']:.1f} ms" for m, s in latency["modes"].items()))
+        modes: dict[str, dict[str, float]] = latency["modes"]  # type: ignore[assignment]
+        log("k8s latency: " + ", ".join(f"{m} p50 {s['p50_ms']:.1f} ms" for m, s in modes.items()))
     finally:
         last.close()
     return embedding, latency
 
 
 # ---- part 3: the synthetic corpus ----------------------------------------------------------------------
-_CONSONANTS = list("bcdfghjklmnprstvwz") + ["ch", "sh", "th", "st", "tr", "pl"]
-_VOWELS = list("aeiou") + ["ai", "ou", "ea"]
+_CONSONANTS = [*list("bcdfghjklmnprstvwz"), "ch", "sh", "th", "st", "tr", "pl"]
+_VOWELS = [*list("aeiou"), "ai", "ou", "ea"]
 _FAMILIES = [f"fam-{i:02d}" for i in range(24)]
 _LABEL_SETS: list[tuple[str, ...]] = [("public",), ("internal",), ("eng", "internal"), ("restricted",),
                                       ("eng",), ()]
@@ -378,7 +379,8 @@ class _Synthetic:
     def _vectors(self, rng: np.random.Generator, clusters: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         noise = rng.standard_normal((len(clusters), self.dim), dtype=np.float32) * self.noise
         v = self.centroids[clusters] + noise
-        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+        unit: npt.NDArray[np.float32] = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+        return unit
 
     def _words(self, ranks: npt.NDArray[np.int64]) -> str:
         return " ".join(self.vocab[ranks].tolist())

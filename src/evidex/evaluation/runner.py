@@ -13,19 +13,18 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from datetime import datetime
-
 from evidex.admission.gate import Principal
 from evidex.config import Config
-from evidex.evaluation.gate_audit import GateAudit
-from evidex.evaluation.signal_check import check_signals, quality
 from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine, configured_embedder
 from evidex.evaluation import metrics
 from evidex.evaluation.datasets import Question
+from evidex.evaluation.gate_audit import GateAudit
+from evidex.evaluation.signal_check import check_signals, quality
 from evidex.evidence.plan import EvidencePlan, RequiredFamily, explicit_plan
 from evidex.pipeline import SearchRequest
 from evidex.trace import StageSwitches
@@ -140,13 +139,14 @@ def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[
     if plan not in {"auto", "oracle"}:
         raise ValueError(f"--plan must be auto or oracle, not {plan!r}")
     settings = EvalSettings(k, plan, principal, retrieved_at)
-    gated = principal is not None and retrieved_at is not None
+    audit = None
+    gate_info = None
+    if principal is not None and retrieved_at is not None:
+        audit = GateAudit.build(engine, principal, retrieved_at)
+        gate_info = {"principal_labels": list(principal.labels), "retrieved_at": retrieved_at.isoformat()}
     report: dict[str, Any] = {"k": k, "plan": plan, "questions": len(questions),
                               "snapshot_id": engine.store.snapshot_id(), "config_hash": engine.config.hash(),
-                              "gate": ({"principal_labels": list(principal.labels),
-                                        "retrieved_at": retrieved_at.isoformat()} if gated else None),
-                              "pipelines": {}}
-    audit = GateAudit.build(engine, principal, retrieved_at) if gated else None
+                              "gate": gate_info, "pipelines": {}}
     for name in pipelines:
         fn = PIPELINES[name]
         fn(engine, questions[0], settings) if questions else None  # warm-up (model load, caches)

@@ -79,7 +79,6 @@ def grade(selection: Sequence[Candidate], ranked: Sequence[Candidate], families:
             restored.append(best.chunk.record_id)
     kept = [c for c in selection
             if grades[c.chunk.record_id] is not Grade.INCORRECT or c.chunk.record_id in protected]
-    removed = tuple(c.chunk.record_id for c in selection if c not in kept)
     by_id = {c.chunk.record_id: c for c in ranked}
     for record_id in restored:
         if all(c.chunk.record_id != record_id for c in kept):
@@ -90,6 +89,8 @@ def grade(selection: Sequence[Candidate], ranked: Sequence[Candidate], families:
             break
         kept.remove(weakest)
     kept.sort(key=lambda c: (-c.score, c.chunk.record_id))
+    kept_ids = {c.chunk.record_id for c in kept}
+    removed = tuple(c.chunk.record_id for c in selection if c.chunk.record_id not in kept_ids)
     final = {c.chunk.record_id: grade_of(c, t) for c in kept}
     values = set(final.values())
     overall = Grade.CORRECT if Grade.CORRECT in values else Grade.AMBIGUOUS if values else Grade.INCORRECT

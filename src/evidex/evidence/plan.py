@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import enum
 import re
-from functools import lru_cache
 from collections.abc import Sequence
-from typing import Any
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
 
 from evidex.retrieval.lexical import STOPWORDS
 from evidex.types import Chunk
@@ -152,23 +152,31 @@ _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "wh
                    "i", "my", "if", "and", "or", "for", "to", "of", "on", "at", "by", "from", "as", "with"}
 
 
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+
+
 def entity_spans(question: str) -> list[str]:
-    """Capitalised word runs (with inner connectors such as 'of', 'and'): the named entities."""
-    words = question.replace("?", " ").replace(",", " , ").split()
+    """Capitalised word runs (with inner connectors such as 'of', 'and'): the named entities. A run never
+    crosses a sentence end, and a sentence's first word is a name only if it looks like one."""
+    return [span for sentence in _SENTENCE_END.split(question) for span in _sentence_spans(sentence)]
+
+
+def _sentence_spans(sentence: str) -> list[str]:
+    words = [w.rstrip(".?!") for w in sentence.replace(",", " , ").split()]
+    words = [w for w in words if w]
     spans: list[list[str]] = []
     current: list[str] = []
     for i, w in enumerate(words):
         clean = w.strip("()[]{}:;!\"“”'’")
         capital = bool(clean) and bool(_CAP_WORD.match(clean))
-        sentence_start = i == 0 or words[i - 1].endswith((".", "?", "!"))
+        sentence_start = i == 0
         next_capital = i + 1 < len(words) and bool(_CAP_WORD.match(words[i + 1].strip("()[]{}:;!\"“”'’") or "x"))
         special = clean[1:] != clean[1:].lower()  # acronym or camelCase: a name even at a sentence start
         if capital and sentence_start and not current and not next_capital and not special:
             capital = False
-        if capital and not (sentence_start and clean.lower() in _QUESTION_WORDS):
-            current.append(clean)
-        elif current and clean.lower() in _CONNECTORS and i + 1 < len(words) and \
-                _CAP_WORD.match(words[i + 1].strip("()[]{}:;!\"“”'’") or "x"):
+        is_name = capital and not (sentence_start and clean.lower() in _QUESTION_WORDS)
+        joins_names = bool(current) and clean.lower() in _CONNECTORS and next_capital  # "Kiss and Tell"
+        if is_name or joins_names:
             current.append(clean)
         else:
             if current:

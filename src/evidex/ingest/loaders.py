@@ -148,8 +148,8 @@ def _jsonl_document(line: str, location: str) -> Document:
 
 
 class _HtmlToMarkdown(HTMLParser):
-    _SKIP = {"script", "style", "nav", "footer", "head"}
-    _BLOCK = {"p", "div", "li", "tr", "br", "pre", "section", "article", "table", "ul", "ol", "blockquote"}
+    _SKIP = frozenset({"script", "style", "nav", "footer", "head"})
+    _BLOCK = frozenset({"p", "div", "li", "tr", "br", "pre", "section", "article", "table", "ul", "ol", "blockquote"})
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)

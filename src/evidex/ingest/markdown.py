@@ -103,7 +103,7 @@ def clean(source: str, start: int = 0) -> CleanText:
 
 
 def _tooltip_text(match: re.Match[str]) -> str:
-    attrs = dict(_ATTR.findall(match.group(1)))
+    attrs: dict[str, str] = dict(_ATTR.findall(match.group(1)))
     return attrs.get("text") or attrs.get("term_id", "")
 
 

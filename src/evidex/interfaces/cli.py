@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
-from importlib import resources
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -291,7 +291,9 @@ def eval_cmd(
             engine.close()
     table = Table("pipeline", f"family recall@{k}", f"all found@{k}", "nDCG@10", "recall@100", "MRR",
                   "p50 ms", "p95 ms", title=f"{len(qs)} questions, plan={plan}")
-    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    def fmt(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
     for name, row in report["pipelines"].items():
         table.add_row(name, fmt(row["family_recall"]), fmt(row["all_found"]), fmt(row["ndcg@10"]),
                       fmt(row["recall@100"]), fmt(row["mrr"]), f"{row['latency_ms']['p50']:.1f}",
@@ -375,7 +377,8 @@ def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved 
     if decision_json(saved) == decision_json(fresh):
         out.print("identical: the same request on this snapshot gives the same decision, byte for byte")
         return
-    out.print(f"[bold red]different[/] at {escape(first_difference(saved, fresh) or '?')}")
+    without_cost = [{k: v for k, v in r.items() if k != "cost"} for r in (saved, fresh)]
+    out.print(f"[bold red]different[/] at {escape(first_difference(without_cost[0], without_cost[1]) or '?')}")
     raise typer.Exit(1)
 
 
@@ -497,3 +500,8 @@ def ask_cmd(
               f"{'; ask ' + escape(transcript.owner) if transcript.owner else ''}")
     for c in transcript.evidence.values():
         out.print(f"  [{c['round']}] {escape(c['citation'] or c['source'])}", highlight=False)
+
+
+from evidex.interfaces.cli_agents import register  # noqa: E402 - last: cli_agents imports the helpers above
+
+register(app)

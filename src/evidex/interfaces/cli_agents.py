@@ -3,6 +3,9 @@
 
 The web server and the MCP SDK are imported only by the commands that need them, so the rest of the CLI
 starts without them; a missing one is `BackendUnavailable` with the install command.
+
+The CLI helpers (`run`, `open_engine`, `ConfigOpt`, ...) are imported at the bottom of this module: `cli.py`
+registers these commands at its own bottom, and either module may be imported first.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from rich.table import Table
 
 from evidex.errors import BackendUnavailable
 from evidex.interfaces import tool
-from evidex.interfaces.cli import ConfigOpt, IndexOpt, build_config, err, open_engine, out, run
 from evidex.interfaces.keys import DEFAULT_RATE_PER_MIN, KEYS_FILE, KeyStore
 
 KeysOpt = Annotated[Path | None, typer.Option("--keys", help=f"API key file (default: <index>/{KEYS_FILE})",
@@ -72,13 +74,13 @@ def serve_cmd(
 
     if not _is_loopback(host):
         err.print(f"[yellow]binding {escape(host)}[/]: serve plain HTTP only behind a TLS-terminating proxy",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
     with open_keys(config, index, keys) as store, open_engine(config, index) as engine:
         if not any(r.is_valid(store.now()) for r in store.list()):
             err.print(f"[yellow]no valid API key in {escape(str(store.path))}[/]: create one with "
-                      "`evidex keys create NAME --principal WHO --label LABEL`", highlight=False)
+                      "`evidex keys create NAME --principal WHO --label LABEL`", highlight=False, soft_wrap=True)
         err.print(f"evidex: API and inspector on http://{escape(host)}:{port}/ (keys: {escape(str(store.path))})",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
         serve(create_app(engine, store, max_body_bytes=max_body_bytes, max_k=max_k), host=host, port=port)
 
 
@@ -100,10 +102,10 @@ def mcp_cmd(
         return
     if not _is_loopback(host):
         err.print(f"[yellow]binding {escape(host)}[/]: serve plain HTTP only behind a TLS-terminating proxy",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
     with open_keys(config, index, keys) as store, open_engine(config, index) as engine:
         err.print(f"evidex: MCP (streamable HTTP) on http://{escape(host)}:{port}{mcp_server.MCP_PATH} "
-                  f"(keys: {escape(str(store.path))})", highlight=False)
+                  f"(keys: {escape(str(store.path))})", highlight=False, soft_wrap=True)
         mcp_server.run_http(engine, store, host=host, port=port)
 
 
@@ -123,7 +125,7 @@ def keys_create_cmd(
         plaintext, record = run(lambda: store.create(name, principal, label or [], rate))
     err.print(f"created key [bold]{escape(record.name)}[/] ({record.key_id}) for principal "
               f"{escape(record.principal)} with labels {escape(str(list(record.labels)))}, {record.rate_per_min}/min. "
-              "Store it now: it is not shown again.", highlight=False)
+              "Store it now: it is not shown again.", highlight=False, soft_wrap=True)
     typer.echo(plaintext)
 
 
@@ -156,7 +158,7 @@ def keys_rotate_cmd(
     with open_keys(config, index, keys) as store:
         plaintext, record = run(lambda: store.rotate(name, grace))
     err.print(f"rotated key [bold]{escape(name)}[/]: new key id {record.key_id}; the old key stops working in "
-              f"{grace:g} s. Store the new key now: it is not shown again.", highlight=False)
+              f"{grace:g} s. Store the new key now: it is not shown again.", highlight=False, soft_wrap=True)
     typer.echo(plaintext)
 
 
@@ -165,7 +167,7 @@ def keys_revoke_cmd(name: str, config: ConfigOpt = None, index: IndexOpt = None,
     """Revoke every key of NAME, effective on the next request."""
     with open_keys(config, index, keys) as store:
         count = run(lambda: store.revoke(name))
-    out.print(f"revoked {count} key(s) named {escape(name)}", highlight=False)
+    out.print(f"revoked {count} key(s) named {escape(name)}", highlight=False, soft_wrap=True)
 
 
 def tool_schema_cmd(
@@ -186,3 +188,7 @@ def register(app: typer.Typer) -> None:
     app.command("mcp")(mcp_cmd)
     app.add_typer(keys_app, name="keys")
     app.command("tool-schema")(tool_schema_cmd)
+
+
+# Last, so that `cli.py` can import `register` from here at its bottom whichever module is imported first.
+from evidex.interfaces.cli import ConfigOpt, IndexOpt, build_config, err, open_engine, out, run  # noqa: E402

@@ -15,8 +15,10 @@ table; messages name the problem, never echo restricted text, and carry no stack
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -92,6 +94,18 @@ def api_error(exc: BaseException) -> ApiError:
     return ApiError(500, "internal-error", "internal error")
 
 
+def _openapi_without_422(app: FastAPI, generate: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """FastAPI documents a 422 for every route with a body or parameters; this API answers 400 instead."""
+    if app.openapi_schema is None:
+        schema = generate()
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                operation.get("responses", {}).pop("422", None)
+        schema.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
+        schema.get("components", {}).get("schemas", {}).pop("ValidationError", None)
+    return app.openapi_schema or generate()
+
+
 def _validation_message(exc: RequestValidationError) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
@@ -104,8 +118,8 @@ def _validation_message(exc: RequestValidationError) -> str:
         loc = ".".join(str(x) for x in e.get("loc", ())[1:]) or "body"
         if e.get("type") == "json_invalid":
             parts.append("body: not valid JSON")
-        elif e.get("type") == "missing" and loc == "body":
-            parts.append("body: a JSON object with 'query' is required")
+        elif loc == "body":
+            parts.append("body: a JSON object with 'query' is required (Content-Type: application/json)")
         else:
             parts.append(f"{loc}: {e.get('msg', 'invalid')}")
     return "; ".join(parts) or "invalid request"
@@ -115,12 +129,23 @@ def _validation_message(exc: RequestValidationError) -> str:
 class SearchBody(BaseModel):
     """The tool's arguments. No principal, no labels: those come from the API key."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # "5" is not an integer, as in the tool's schema
 
     query: str = Field(min_length=1, max_length=tool.MAX_QUERY_CHARS, description="The question.")
     aspect_focus: str | None = Field(default=None, max_length=tool.MAX_ASPECT_FOCUS_CHARS,
                                      description="Optional aspect to concentrate on.")
     k: int | None = Field(default=None, ge=1, le=tool.MAX_K, description="At most this many evidence chunks.")
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """Every error response: `{"error": {"code", "message"}}`."""
+
+    error: ErrorDetail
 
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer evx_...")
@@ -162,28 +187,29 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, m
               description=tool.DESCRIPTION, response_class=JSONResponse,
               responses={200: {"description": "The decision, evidence, signals, trace and cost.",
                                "content": {"application/json": {"schema": tool.OUTPUT_SCHEMA}}},
-                         400: {"description": "Invalid arguments (the message names the argument)."},
-                         401: {"description": "Missing, unknown, revoked or expired API key."},
-                         413: {"description": f"Body over {max_body_bytes} bytes."},
-                         429: {"description": "Over the key's rate; see Retry-After."}})
+                         400: {"model": ErrorBody, "description": "Invalid arguments (the message names one)."},
+                         401: {"model": ErrorBody, "description": "Missing, unknown, revoked or expired API key."},
+                         413: {"model": ErrorBody, "description": f"Body over {max_body_bytes} bytes."},
+                         429: {"model": ErrorBody, "description": "Over the key's rate; see Retry-After."},
+                         500: {"model": ErrorBody, "description": "A search stage failed (details in the log)."}})
     def search_with_reasoning(body: SearchBody, key: Annotated[KeyRecord, Depends(authorize)]) -> JSONResponse:
         try:
             args = tool.parse_arguments(body.model_dump(), max_k=max_k)
             result = engine.search_with_reasoning(args.query, args.aspect_focus, k=args.k,
                                                   principal=key.to_principal())
-        except Exception as exc:  # noqa: BLE001 - every failure goes through the one mapping
+        except Exception as exc:
             raise api_error(exc) from exc
         return JSONResponse(result)
 
     @app.get("/v1/tool", tags=["agent tool"], summary="The tool definition")
-    def tool_definition(format: tool.SchemaFormat = tool.SchemaFormat.MCP) -> dict[str, Any]:  # noqa: A002
+    def tool_definition(format: tool.SchemaFormat = tool.SchemaFormat.MCP) -> dict[str, Any]:
         return tool.definition(format)
 
     @app.get("/v1/health", tags=["operations"], summary="Liveness")
     def health() -> dict[str, Any]:
         try:
             snapshot = engine.store.snapshot_id()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise api_error(exc) from exc
         return {"status": "ok", "snapshot_id": snapshot}
 
@@ -204,6 +230,7 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, m
 
     for cls in (ApiError, RequestValidationError, StarletteHTTPException):
         app.add_exception_handler(cls, handle)
+    app.openapi = functools.partial(_openapi_without_422, app, app.openapi)  # type: ignore[method-assign]
     app.add_middleware(_Guard, max_body_bytes=max_body_bytes)
     return app
 
@@ -257,7 +284,8 @@ class _Guard:
             await api_error(exc).response()(scope, receive, guarded_send)
         finally:
             key = scope.get("state", {}).get("evidex_key", "-")
-            log.info("%s %s %d key=%s %.1f ms", scope["method"], scope["path"], status, key,
+            client = (scope.get("client") or ("-",))[0]
+            log.info("%s %s %s %d key=%s %.1f ms", client, scope["method"], scope["path"], status, key,
                      (time.perf_counter() - started) * 1000)
 
 
@@ -271,8 +299,21 @@ def _content_length(scope: Scope) -> int:
     return 0
 
 
+def log_config(level: str = "info") -> dict[str, Any]:
+    """uvicorn's logging setup plus the `evidex` loggers on its console handler (our request line replaces
+    uvicorn's access log: it adds the key name and the latency, and like it never logs a body)."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["evidex"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    return config
+
+
 def serve(app: ASGIApp, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, log_level: str = "info") -> None:
     """Run `app` with uvicorn until interrupted."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False, proxy_headers=False)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, log_config=log_config(log_level), access_log=False,
+                server_header=False, proxy_headers=False)

@@ -17,6 +17,7 @@ it replaces.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 import json
@@ -27,7 +28,8 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -47,22 +49,23 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _KEY_ID = re.compile(r"[0-9a-f]{12}")
 _DUMMY_HASH = hashlib.sha256(b"evidex: no such key").hexdigest()
 
-# Numbered migrations (PRAGMA user_version holds how many have run). Append; never edit one that shipped.
-_MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE api_keys (
-        key_id       TEXT PRIMARY KEY,
-        name         TEXT NOT NULL,
-        key_hash     TEXT NOT NULL,
-        principal    TEXT NOT NULL,
-        labels       TEXT NOT NULL,
-        rate_per_min INTEGER NOT NULL,
-        created_at   TEXT NOT NULL,
-        expires_at   TEXT,
-        revoked_at   TEXT
-    );
-    CREATE INDEX api_keys_name ON api_keys (name);
-    """,
+# Numbered migrations (PRAGMA user_version holds how many have run), each a list of statements run in one
+# transaction. Append; never edit one that shipped.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE api_keys (
+            key_id       TEXT PRIMARY KEY,
+            name         TEXT NOT NULL,
+            key_hash     TEXT NOT NULL,
+            principal    TEXT NOT NULL,
+            labels       TEXT NOT NULL,
+            rate_per_min INTEGER NOT NULL,
+            created_at   TEXT NOT NULL,
+            expires_at   TEXT,
+            revoked_at   TEXT
+        )""",
+        "CREATE INDEX api_keys_name ON api_keys (name)",
+    ),
 )
 
 
@@ -143,11 +146,26 @@ class KeyStore:
         self._db.row_factory = sqlite3.Row
         self._migrate()
 
-    def _migrate(self) -> None:
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken before reading (BEGIN IMMEDIATE): a check and the write it allows
+        cannot interleave with another thread's or another process's."""
         with self._lock:
-            done = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-            for number, script in enumerate(_MIGRATIONS[done:], start=done + 1):
-                self._db.executescript(f"BEGIN IMMEDIATE; {script}; PRAGMA user_version = {number}; COMMIT;")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._transaction() as db:
+            done = int(db.execute("PRAGMA user_version").fetchone()[0])
+            for number, statements in enumerate(_MIGRATIONS[done:], start=done + 1):
+                for statement in statements:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {number}")
 
     def now(self) -> datetime:
         return self._clock()
@@ -163,13 +181,13 @@ class KeyStore:
         clean = sorted({x.strip() for x in labels if x.strip()})
         if not 1 <= rate_per_min <= MAX_RATE_PER_MIN:
             raise ConfigError(f"rate_per_min must be between 1 and {MAX_RATE_PER_MIN} (got {rate_per_min})")
-        with self._lock:
+        with self._transaction():
             now = self.now()
             if any(r.is_valid(now) for r in self._rows(name)):
                 raise ConfigError(f"a valid key named {name!r} exists; rotate or revoke it first")
             return self._insert(name, principal.strip(), clean, rate_per_min, now)
 
-    def list(self) -> list[KeyRecord]:
+    def list(self) -> builtins.list[KeyRecord]:
         """Every key ever created (revoked and expired ones too), oldest first."""
         with self._lock:
             rows = self._db.execute("SELECT * FROM api_keys ORDER BY created_at, key_id").fetchall()
@@ -179,35 +197,27 @@ class KeyStore:
         """A new key for `name` (same principal, labels and rate); the old keys stay valid for `grace_s`."""
         if grace_s < 0:
             raise ConfigError(f"grace_s must be >= 0 (got {grace_s})")
-        with self._lock:
+        with self._transaction() as db:
             now = self.now()
             valid = [r for r in self._rows(name) if r.is_valid(now)]
             if not valid:
                 raise ConfigError(f"no valid key named {name!r} to rotate")
             newest = max(valid, key=lambda r: r.created_at)
             until = now + timedelta(seconds=grace_s)
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for r in valid:
-                    ends = until if r.expires_at is None else min(r.expires_at, until)
-                    self._db.execute("UPDATE api_keys SET expires_at = ? WHERE key_id = ?", (_text(ends), r.key_id))
-                created = self._insert(name, newest.principal, list(newest.labels), newest.rate_per_min, now)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            return created
+            for r in valid:
+                ends = until if r.expires_at is None else min(r.expires_at, until)
+                db.execute("UPDATE api_keys SET expires_at = ? WHERE key_id = ?", (_text(ends), r.key_id))
+            return self._insert(name, newest.principal, list(newest.labels), newest.rate_per_min, now)
 
     def revoke(self, name: str) -> int:
         """Revoke every key of `name` now; how many keys that was (0: none was valid)."""
-        with self._lock:
+        with self._transaction() as db:
             now = self.now()
             rows = self._rows(name)
             if not rows:
                 raise ConfigError(f"no key named {name!r}")
             ids = [r.key_id for r in rows if r.is_valid(now)]
-            self._db.executemany("UPDATE api_keys SET revoked_at = ? WHERE key_id = ?",
-                                 [(_text(now), key_id) for key_id in ids])
+            db.executemany("UPDATE api_keys SET revoked_at = ? WHERE key_id = ?", [(_text(now), i) for i in ids])
             return len(ids)
 
     # ---- every request ---------------------------------------------------------------------------
@@ -225,11 +235,11 @@ class KeyStore:
         return record if record.is_valid(self.now()) else None
 
     # ---- internals -------------------------------------------------------------------------------
-    def _rows(self, name: str) -> list[KeyRecord]:
+    def _rows(self, name: str) -> builtins.list[KeyRecord]:
         rows = self._db.execute("SELECT * FROM api_keys WHERE name = ? ORDER BY created_at", (name,)).fetchall()
         return [_record(r) for r in rows]
 
-    def _insert(self, name: str, principal: str, labels: list[str], rate_per_min: int,
+    def _insert(self, name: str, principal: str, labels: builtins.list[str], rate_per_min: int,
                 now: datetime) -> tuple[str, KeyRecord]:
         Principal.of(principal, labels)  # the same validation the gate applies
         key_id = secrets.token_hex(6)

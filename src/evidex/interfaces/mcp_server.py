@@ -24,7 +24,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-import mcp_types as types
+from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
@@ -104,7 +104,7 @@ def build_server(engine: Engine, *, principal: Principal | None = None,
             search = functools.partial(engine.search_with_reasoning, args.query, args.aspect_focus, k=args.k,
                                        principal=who)
             result: dict[str, Any] = await anyio.to_thread.run_sync(search)
-        except Exception as exc:  # noqa: BLE001 - every failure goes through the one mapping
+        except Exception as exc:
             if not isinstance(exc, (tool.ToolInputError, CallRefused)):
                 stage = f" (stage {exc.stage})" if isinstance(exc, StageError) else ""
                 log.error("tools/call failed: %s%s", type(exc).__name__, stage)
@@ -172,7 +172,10 @@ def http_app(engine: Engine, keys: KeyStore, *, host: str = "127.0.0.1",
 def run_http(engine: Engine, keys: KeyStore, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
     import uvicorn
 
-    uvicorn.run(http_app(engine, keys, host=host), host=host, port=port, server_header=False, proxy_headers=False)
+    from evidex.interfaces.http import log_config
+
+    uvicorn.run(http_app(engine, keys, host=host), host=host, port=port, log_config=log_config(),
+                server_header=False, proxy_headers=False)
 
 
 def main() -> None:

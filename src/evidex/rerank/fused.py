@@ -95,7 +95,7 @@ def rerank(query: str, candidates: Sequence[Candidate], weights: RerankWeights,
         if "cross_encoder" in w:
             parts["cross_encoder"] = ce_scores[i]
         score = sum(w[key] * parts[key] for key in w) + bonus[i]
-        named = tuple((key, round(value, 6)) for key, value in sorted(parts.items())) + (("bonus", bonus[i]),)
+        named = (*tuple((key, round(value, 6)) for key, value in sorted(parts.items())), ("bonus", bonus[i]))
         out.append(replace(c, score=score, scores=named))
     out.sort(key=lambda c: (-c.score, c.chunk.record_id))
     return RerankOutcome(tuple(out), cross_encoder.name if cross_encoder is not None and "cross_encoder" in w

@@ -6,11 +6,13 @@ import re
 
 # A short English stopword list (Lucene's default set plus question words): dropping these keeps BM25
 # queries fast on large indexes and matches how the published BM25 baselines tokenize.
-STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there "
-    "these they this to was will with what which who whom whose when where why how do does did can could "
-    "should would i you we he she my your our its from has have had been were than so any all some".split()
-)
+STOPWORDS = frozenset([
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
+    "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
+    "will", "with", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "do", "does", "did",
+    "can", "could", "should", "would", "i", "you", "we", "he", "she", "my", "your", "our", "its", "from", "has",
+    "have", "had", "been", "were", "than", "so", "any", "all", "some",
+])
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 

@@ -90,7 +90,8 @@ def source_diversity(outcome: SearchOutcome) -> dict[str, Any]:
 
 
 def aspect_coverage(outcome: SearchOutcome) -> tuple[list[str], list[str]]:
-    covered, missing = [], []
+    covered: list[str] = []
+    missing: list[str] = []
     planned = {f.name: f for f in outcome.plan.families}
     for aspect in outcome.plan.aspects:
         probe = planned.get(aspect) or RequiredFamily(name=aspect, rescue_query=aspect, aspect_terms=terms(aspect))

@@ -196,7 +196,7 @@ class MilvusStore:
         self._sources: tuple[int, list[str]] = (-1, [])
         try:
             self._client = MilvusClient(uri=uri, token=token or "")
-        except Exception as exc:  # noqa: BLE001 - pymilvus raises grpc, OS and its own errors here
+        except Exception as exc:
             hint = " (Milvus Lite needs the milvus-lite package and a loopback interface)" if self.is_lite else ""
             raise BackendUnavailable(f"cannot open Milvus at {uri}{hint}: {exc}") from None
         self._call("open", self._open)
@@ -422,10 +422,10 @@ class MilvusStore:
                 self._put_meta([self._batch_row(info, batch_seq)])  # 6. the commit point
                 self._put_state({**state, "seq": seq, "generation": int(state["generation"]) + 1,
                                  "last": batch.batch_id})
-            except Exception as exc:  # noqa: BLE001 - any failure: undo, then report as a StoreError
+            except Exception as exc:
                 try:
                     self.repair()
-                except Exception as again:  # noqa: BLE001 - reported with the first error
+                except Exception as again:
                     raise StoreError(f"batch {batch.batch_id} was not committed ({exc}) and could not be undone "
                                      f"yet ({again}); the next open repairs it") from None
                 raise StoreError(f"batch {batch.batch_id} was not committed: {exc}") from None

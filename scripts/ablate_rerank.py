@@ -1,0 +1,58 @@
+"""What each cheap reranking signal adds: the full pipeline (auto plan, k=10) with one signal removed at a
+time, on every development set, side by side in one run.
+
+    .venv/bin/python scripts/ablate_rerank.py [--data ../shared/data] [--limit 0]
+
+Timings on this 2-core machine are noisy; the quality columns are deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from evidex.config import load_config
+from evidex.evaluation.datasets import load_beir, load_questions
+from evidex.evaluation.runner import evaluate, open_eval_engine
+
+VARIANTS = {
+    "full (all signals)": {},
+    "- retrieval score": {"w_retrieval": 0.0},
+    "- lexical overlap": {"w_lexical": 0.0},
+    "- title match": {"w_title": 0.0},
+    "- bridge link": {"w_linked": 0.0},
+    "- exact-token bonus": {"exact_token_bonus": 0.0},
+    "retrieval only": {"w_lexical": 0.0, "w_title": 0.0, "w_linked": 0.0, "exact_token_bonus": 0.0},
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--limit", type=int, default=0)
+    args = ap.parse_args()
+    d = args.data
+    sets = {
+        "k8s": ([d / "k8s" / "docs"], lambda: load_questions(d / "k8s" / "questions.jsonl")),
+        "hotpotqa": ([d / "hotpotqa" / "corpus.jsonl"], lambda: load_questions(d / "hotpotqa" / "questions.jsonl")),
+        "musique": ([d / "musique" / "corpus.jsonl"], lambda: load_questions(d / "musique" / "questions.jsonl")),
+        "scifact": ([d / "scifact" / "corpus.jsonl"],
+                    lambda: load_beir(d / "scifact" / "queries.jsonl", d / "scifact" / "qrels.tsv")),
+    }
+    base = load_config()
+    print(f"{'variant':24} " + " ".join(f"{n + ' FR/AF/nDCG':>26}" for n in sets))
+    engines = {n: open_eval_engine(base, c, None) for n, (c, _) in sets.items()}
+    questions = {n: q()[: args.limit or None] for n, (_, q) in sets.items()}
+    for label, change in VARIANTS.items():
+        cells = []
+        for name in sets:
+            engine = engines[name]
+            engine.config = base.replace(evidence=change)
+            engine._parts = None  # rebuild the pipeline parts for the new weights
+            row = evaluate(engine, questions[name], ["full"], k=10)["pipelines"]["full"]
+            cells.append(f"{row['family_recall']:.3f}/{row['all_found']:.3f}/{row['ndcg@10']:.3f}")
+        print(f"{label:24} " + " ".join(f"{c:>26}" for c in cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()

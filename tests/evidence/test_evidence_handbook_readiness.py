@@ -1,0 +1,254 @@
+"""The design's readiness case end to end on the bundled Northwind handbook, through
+`Engine.search_with_reasoning` as an engineering-read principal at 2026-11-30T00:00:00Z:
+
+- a fresh authorized page answers: its chunks carry `uri#anchor` citations and are citation-accepted;
+  a person's verification makes one human-verified, until the page's source version changes;
+- the expired rollback-v1 page is rejected `expired-at-retrieval-time` although it ranks first;
+- restricted pages are rejected and only counted;
+- capacity-planning (no citation_uri) is rejected `missing-exact-citation-anchor`;
+- the same request twice gives the same decision, byte for byte;
+
+plus the break-glass question (stop), and the per-stage trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evidence_support import (
+    BREAK_GLASS_QUESTION,
+    CAPACITY_QUESTION,
+    ENGINEER,
+    MARKER,
+    RETRIEVED_AT,
+    ROLLBACK_QUESTION,
+    ROTATION_QUESTION,
+    SECURITY,
+    copy_handbook,
+    normalised,
+    open_handbook,
+    record_texts,
+    restricted_text,
+)
+
+from evidex.embedding.protocol import Embedder
+from evidex.engine import Engine
+from evidex.pipeline import SearchRequest
+from evidex.result import decision_json
+
+STAGES = ["plan", "retrieve", "rerank", "rescue", "admit", "reserve", "grade", "assemble"]
+HANDBOOK_URI = "https://handbook.northwind.example/"
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path, embedder: Embedder) -> Iterator[Engine]:
+    e = open_handbook(tmp_path_factory.mktemp("handbook") / "idx", cache_dir, embedder)
+    yield e
+    e.close()
+
+
+def ask(engine: Engine, question: str, **kw: Any) -> dict[str, Any]:
+    kw.setdefault("principal", ENGINEER)
+    return engine.search_with_reasoning(question, retrieved_at=RETRIEVED_AT, **kw)
+
+
+def evidence_chunks(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for group in result["evidence"] for c in group["chunks"]]
+
+
+def evidence_sources(result: dict[str, Any]) -> set[str]:
+    return {group["source"] for group in result["evidence"]}
+
+
+def rejected_items(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(result["rejected"]["rejected"])
+
+
+# ---- case 1: a fresh authorized page ----------------------------------------------------------------
+
+
+def test_fresh_authorized_page_is_cited_and_citation_accepted(engine: Engine) -> None:
+    result = ask(engine, ROTATION_QUESTION)
+    assert "security/key-rotation.md" in evidence_sources(result)
+    for group in result["evidence"]:
+        assert group["citation_uri"].startswith(HANDBOOK_URI)
+        for c in group["chunks"]:
+            assert c["citation_anchor"]
+            assert c["citation"] == f"{group['citation_uri']}#{c['citation_anchor']}"
+            assert c["status"] == "citation-accepted"  # admitted, never human-verified by itself
+            assert c["verifications"] == []
+            assert "engineering-read" in c["provenance"]["access_labels"]
+    rotation = next(g for g in result["evidence"] if g["source"] == "security/key-rotation.md")
+    assert rotation["citation_uri"] == "https://handbook.northwind.example/security/key-rotation/"
+    assert result["decision"]["recommendation"]["action"] == "proceed"
+
+
+def test_human_verification_and_its_binding_to_the_source_version(
+        tmp_path: Path, cache_dir: Path, embedder: Embedder) -> None:
+    handbook = copy_handbook(tmp_path / "handbook")
+    with open_handbook(tmp_path / "idx", cache_dir, embedder, handbook) as engine:
+        before = ask(engine, ROTATION_QUESTION)
+        rotation = [c for g in before["evidence"] if g["source"] == "security/key-rotation.md" for c in g["chunks"]]
+        target = rotation[0]["record_id"]
+        others = [c["record_id"] for c in evidence_chunks(before) if c["record_id"] != target]
+        assert others
+
+        engine.verify(target, claim="the transit key is rotated, then rows are rewrapped", by="alice",
+                      at=RETRIEVED_AT - timedelta(days=1))
+        # recorded after the pinned instant: does not count for this request (replays stay identical)
+        engine.verify(others[0], claim="later check", by="bob", at=RETRIEVED_AT + timedelta(days=1))
+        after = ask(engine, ROTATION_QUESTION)
+        status = {c["record_id"]: c for c in evidence_chunks(after)}
+        assert status[target]["status"] == "human-verified"
+        assert status[target]["verifications"] == [{
+            "claim": "the transit key is rotated, then rows are rewrapped", "verified_by": "alice",
+            "verified_at": "2026-11-29T00:00:00Z"}]
+        assert all(status[r]["status"] == "citation-accepted" for r in others if r in status)
+
+        # the page changes version: the earlier verification no longer counts
+        page = handbook / "security" / "key-rotation.md"
+        page.write_text(page.read_text(encoding="utf-8").replace('source_version: "2026.3"',
+                                                                 'source_version: "2026.4"', 1), encoding="utf-8")
+        report = engine.ingest([handbook])
+        assert report.replaced_documents == 1
+        again = ask(engine, ROTATION_QUESTION)
+        status = {c["record_id"]: c for c in evidence_chunks(again)}
+        assert target in status  # same text, same record id
+        assert status[target]["provenance"]["source_version"] == "2026.4"
+        assert status[target]["status"] == "citation-accepted"
+        assert status[target]["verifications"] == []
+
+
+# ---- case 2: an expired page that scores high -------------------------------------------------------
+
+
+def test_expired_page_is_rejected_although_it_ranks_first(engine: Engine) -> None:
+    outcome = engine.run(SearchRequest(ROLLBACK_QUESTION, principal=ENGINEER, retrieved_at=RETRIEVED_AT))
+    assert "deploy/rollback-v1.md" in [c.chunk.source for c in outcome.ranked_all[:3]]  # among the best scores
+    result = engine.result_of(outcome)
+    expired = [r for r in rejected_items(result) if r["source"] == "deploy/rollback-v1.md"]
+    assert expired
+    assert {r["reason"] for r in expired} == {"expired-at-retrieval-time"}
+    assert {r["superseded_by"] for r in expired} == {"deploy/rollback.md"}
+    assert result["rejected"]["rejected_counts"]["expired-at-retrieval-time"] >= len(expired)
+    sources = evidence_sources(result)
+    assert "deploy/rollback-v1.md" not in sources
+    assert "deploy/rollback.md" in sources  # the page that supersedes it answers instead
+    rejected_ids = {r["record_id"] for r in expired}
+    assert not rejected_ids & {c["record_id"] for c in evidence_chunks(result)}
+    # the rejected page's text is nowhere in the result
+    admitted = {c.chunk.record_id for c in outcome.ranked}
+    hidden = record_texts(engine, rejected_ids, readable_by_principal=admitted)
+    assert hidden
+    text = normalised(result)
+    assert not [s for s in hidden if s in text]
+
+
+# ---- case 3: restricted pages -----------------------------------------------------------------------
+
+
+def test_restricted_pages_are_rejected_and_only_counted(engine: Engine) -> None:
+    hidden = restricted_text(engine)
+    assert hidden.record_ids and hidden.sentences
+    result = ask(engine, BREAK_GLASS_QUESTION)
+    counts = result["rejected"]["rejected_counts"]
+    assert counts["access-label-not-granted"] >= 1
+    assert all(r["reason"] != "access-label-not-granted" for r in rejected_items(result))
+    dumped = json.dumps(result, ensure_ascii=False)
+    assert not [r for r in hidden.record_ids if r in dumped]
+    assert MARKER not in dumped
+    assert not {"security/breakglass-root-token.md", "security/hsm-master-key-ceremony.md",
+                "security/pentest-findings-2026q1.md"} & evidence_sources(result)
+
+
+# ---- case 4: a page without an exact citation -------------------------------------------------------
+
+
+def test_page_without_citation_uri_is_rejected(engine: Engine) -> None:
+    outcome = engine.run(SearchRequest(CAPACITY_QUESTION, principal=ENGINEER, retrieved_at=RETRIEVED_AT))
+    assert "operations/capacity-planning.md" in [c.chunk.source for c in outcome.ranked_all[:3]]
+    result = engine.result_of(outcome)
+    uncited = [r for r in rejected_items(result) if r["source"] == "operations/capacity-planning.md"]
+    assert uncited
+    assert {r["reason"] for r in uncited} == {"missing-exact-citation-anchor"}
+    assert "operations/capacity-planning.md" not in evidence_sources(result)
+    assert all(c["citation"] for c in evidence_chunks(result))
+
+
+# ---- a page not yet published at the pinned instant -------------------------------------------------
+
+
+def test_not_yet_published_page_is_rejected_until_its_date(engine: Engine) -> None:
+    question = "What is the on-call rotation from 2027 with follow-the-sun hubs?"
+    now = ask(engine, question)
+    early = [r for r in rejected_items(now) if r["source"] == "operations/on-call-rotation-2027.md"]
+    assert early and {r["reason"] for r in early} == {"not-yet-published"}
+    assert "operations/on-call-rotation-2027.md" not in evidence_sources(now)
+    later = engine.search_with_reasoning(question, principal=ENGINEER,
+                                         retrieved_at=datetime(2027, 2, 1, tzinfo=UTC))
+    assert "operations/on-call-rotation-2027.md" in evidence_sources(later)
+    assert later["request"]["retrieved_at"] == "2027-02-01T00:00:00Z"
+
+
+# ---- determinism ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", [ROTATION_QUESTION, ROLLBACK_QUESTION, BREAK_GLASS_QUESTION,
+                                      CAPACITY_QUESTION])
+def test_same_request_same_decision(engine: Engine, question: str) -> None:
+    first, second = ask(engine, question), ask(engine, question)
+    assert decision_json(first) == decision_json(second)
+    assert first["cost"]["latency_ms"]["total"] > 0
+
+
+# ---- the break-glass question -----------------------------------------------------------------------
+
+
+def test_break_glass_question_stops_with_an_owner(engine: Engine) -> None:
+    result = ask(engine, BREAK_GLASS_QUESTION)
+    rec = result["decision"]["recommendation"]
+    assert rec["action"] == "stop"
+    assert result["decision"]["stop_condition"] == "stop-no-fresh-authorized-citable-source"
+    assert rec["reason"] == "stop-no-fresh-authorized-citable-source"
+    assert result["plan"]["source"] == "shape" and result["plan"]["shape"] == "break-glass"
+    assert result["families"] == [{"name": "breakglass", "status": "found-but-rejected", "record_ids": [],
+                                   "reasons": ["access-label-not-granted"]}]
+    assert result["signals"]["coverage"]["families_found_but_rejected"] == ["breakglass"]
+    assert rec["owner"] == "platform-security@northwind.example"
+
+
+def test_break_glass_question_for_the_security_team(engine: Engine) -> None:
+    result = ask(engine, BREAK_GLASS_QUESTION, principal=SECURITY)
+    assert "security/breakglass-root-token.md" in evidence_sources(result)
+    assert result["families"][0]["status"] == "covered"
+    assert result["decision"]["recommendation"]["action"] != "stop"
+    assert MARKER in json.dumps(result, ensure_ascii=False)
+
+
+# ---- the trace --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", [BREAK_GLASS_QUESTION, ROLLBACK_QUESTION, CAPACITY_QUESTION])
+def test_trace_has_every_stage_in_order_and_no_rejected_text(engine: Engine, question: str) -> None:
+    outcome = engine.run(SearchRequest(question, principal=ENGINEER, retrieved_at=RETRIEVED_AT))
+    result = engine.result_of(outcome)
+    assert [s["stage"] for s in result["trace"]] == STAGES
+    latency = result["cost"]["latency_ms"]
+    assert set(STAGES) <= set(latency) and {"signals", "total"} <= set(latency)
+    assert all(latency[s] >= 0 for s in STAGES)
+    assert all("ms" not in s for s in result["trace"])  # timings live in `cost` only
+    assert outcome.gate is not None and outcome.gate.rejected
+    rejected = {r.record_id for r in outcome.gate.rejected}
+    admitted = {c.chunk.record_id for c in outcome.ranked}
+    hidden = record_texts(engine, rejected, readable_by_principal=admitted)
+    assert hidden
+    trace_text = normalised(result["trace"])
+    assert not [s for s in hidden if s in trace_text]
+    assert MARKER not in json.dumps(result["trace"], ensure_ascii=False)
+    access = {r.record_id for r in outcome.gate.rejected if r.reason.value == "access-label-not-granted"}
+    assert not [r for r in access if r in json.dumps(result["trace"])]

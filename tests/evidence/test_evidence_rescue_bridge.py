@@ -1,0 +1,208 @@
+"""Rescue and bridging are bounded: counted on a real SqliteStore (a subclass that only records its
+searches) holding a tiny inline corpus."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from evidence_support import (
+    CountingStore,
+    cand,
+    constant_encoder,
+    counting_store,
+    ids,
+    make_chunk,
+    sparse_candidates,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evidex.admission.gate import AdmissionGate, Principal
+from evidex.config import Config
+from evidex.evidence.bridge import bridge, bridge_entities, titled
+from evidex.evidence.plan import RequiredFamily, explicit_plan
+from evidex.evidence.rescue import rescue
+from evidex.pipeline import PipelineParts, SearchRequest, run_search
+from evidex.types import RetrievalMode, SearchFilters
+
+SECRETS = make_chunk("secrets", "Store the database password in Vaultline under the service path.",
+                     title="Managing secrets", family="secrets")
+RBAC = make_chunk("rbac", "A RoleGrant gives one team read access to one secret path, least privilege.",
+                  title="RBAC roles", family="rbac")
+POOL = make_chunk("pool", "The Tidepool pool size flag bounds how many connections each replica opens.",
+                  title="Connection pooling")
+GARDEN = make_chunk("garden", "Tomatoes need sun and water every day.", title="Gardening")
+CORPUS = [SECRETS, RBAC, POOL, GARDEN]
+
+FAM_SECRETS = RequiredFamily("secrets", "vaultline secret path", label="secrets")
+FAM_RBAC = RequiredFamily("rbac", "role grant least privilege", label="rbac")
+FAM_POOL = RequiredFamily("Tidepool pool size", "Tidepool pool size", aspect_terms=("tidepool", "pool", "size"))
+FAM_NOTHING = RequiredFamily("ghost", "zeppelin quasar", label="ghost")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[CountingStore]:
+    s = counting_store(tmp_path / "idx", CORPUS)
+    yield s
+    s.close()
+
+
+def test_one_search_per_short_family_none_for_present_ones(store: CountingStore) -> None:
+    pool = [cand(SECRETS, 0.9)]
+    added, attempts = rescue(store, [FAM_SECRETS, FAM_RBAC, FAM_POOL], pool, wide_limit=7, min_matches=1,
+                             base_filters=None, to_candidates=sparse_candidates(store))
+    assert [c.query for c in store.sparse_calls] == ["role grant least privilege", "Tidepool pool size"]
+    assert all(c.limit == 7 and not c.title_only for c in store.sparse_calls)
+    # a labelled family is searched within its family; an automatic aspect over everything
+    assert store.sparse_calls[0].filters == SearchFilters(families=("rbac",))
+    assert store.sparse_calls[1].filters is None
+    assert [a.family for a in attempts] == ["rbac", "Tidepool pool size"]
+    assert sorted(ids(added)) == ["pool", "rbac"]
+    assert [(a.hits >= a.added, a.added) for a in attempts] == [(True, 1), (True, 1)]
+    assert store.dense_calls == 0
+
+
+def test_a_family_that_finds_nothing_is_searched_once(store: CountingStore) -> None:
+    added, attempts = rescue(store, [FAM_NOTHING], [], wide_limit=50, min_matches=1, base_filters=None,
+                             to_candidates=sparse_candidates(store))
+    assert added == []
+    assert len(store.sparse_calls) == 1
+    assert [(a.family, a.hits, a.added) for a in attempts] == [("ghost", 0, 0)]
+
+
+def test_min_matches_decides_who_is_short(store: CountingStore) -> None:
+    pool = [cand(SECRETS, 0.9), cand(RBAC, 0.5)]
+    _, attempts = rescue(store, [FAM_SECRETS, FAM_RBAC], pool, wide_limit=50, min_matches=2, base_filters=None,
+                         to_candidates=sparse_candidates(store))
+    assert len(store.sparse_calls) == 2 and [a.family for a in attempts] == ["secrets", "rbac"]
+    assert [a.added for a in attempts] == [0, 0]  # already in the pool: never added twice
+
+
+def test_rescue_adds_only_members_of_the_family(store: CountingStore) -> None:
+    # "pool" matches text of several chunks; only the aspect's members join
+    family = RequiredFamily("tidepool flag", "pool size flag connections", aspect_terms=("tidepool", "flag"))
+    added, _ = rescue(store, [family], [], wide_limit=50, min_matches=1, base_filters=None,
+                      to_candidates=sparse_candidates(store))
+    assert ids(added) == ["pool"]
+
+
+def test_pipeline_makes_one_retrieval_search_plus_one_per_short_family(store: CountingStore) -> None:
+    parts = PipelineParts(store=store, encode=constant_encoder, config=Config(), gate=AdmissionGate())
+    plan = explicit_plan([FAM_SECRETS, FAM_RBAC, FAM_NOTHING])
+    outcome = run_search(parts, SearchRequest("where does the database password live in Vaultline", plan=plan,
+                                              principal=Principal.of("p", ["public"]),
+                                              retrieved_at=datetime(2026, 1, 1, tzinfo=UTC),
+                                              mode=RetrievalMode.BM25))
+    queries = [c.query for c in store.sparse_calls]
+    assert queries == ["where does the database password live in Vaultline", "role grant least privilege",
+                       "zeppelin quasar"]
+    assert not any(c.title_only for c in store.sparse_calls)  # not a chained question: no bridging
+    assert store.dense_calls == 0
+    rescue_stage = next(s for s in outcome.trace.stages if s.name == "rescue")
+    assert [s["family"] for s in rescue_stage.decisions["searches"]] == ["rbac", "ghost"]
+    statuses = {f.name: f.status for f in outcome.families}
+    assert statuses == {"secrets": "covered", "rbac": "covered", "ghost": "missing"}
+
+
+# ---- bridging ---------------------------------------------------------------------------------------
+FILM = make_chunk("film", "Kiss and Tell is a 1945 comedy film starring Shirley Temple as Corliss Archer. "
+                          "It was produced by Columbia Pictures and filmed in Burbank California.",
+                  title="Kiss and Tell (film)")
+TEMPLE = make_chunk("temple", "Shirley Temple later served as United States ambassador to Ghana.",
+                    title="Shirley Temple")
+COLUMBIA = make_chunk("columbia", "Columbia Pictures is a film studio.", title="Columbia Pictures")
+STREET = make_chunk("street", "Shirley walked down the street past the old temple.", title="Temple Street")
+BURBANK = make_chunk("burbank", "Burbank is a city in California.", title="Burbank California")
+FILM_CORPUS = [FILM, TEMPLE, COLUMBIA, STREET, BURBANK]
+CHAINED = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+
+
+def test_bridge_entities_skip_names_the_question_already_has() -> None:
+    names = bridge_entities(CHAINED, [cand(FILM, 1.0)], max_entities=5)
+    assert [n for n, _ in names][:2] == ["Shirley Temple", "Columbia Pictures"]
+    assert any(n.startswith("Burbank California") for n, _ in names)
+    assert all(src == "film" for _, src in names)
+    assert "Corliss Archer" not in [n for n, _ in names]
+
+
+def test_titled() -> None:
+    assert titled(cand(TEMPLE, 0.1), "Shirley Temple")
+    assert titled(cand(FILM, 0.1), "Kiss and Tell")  # the "(film)" qualifier is ignored
+    assert not titled(cand(STREET, 0.1), "Shirley Temple")
+
+
+@pytest.fixture
+def film_store(tmp_path: Path) -> Iterator[CountingStore]:
+    s = counting_store(tmp_path / "films", FILM_CORPUS)
+    yield s
+    s.close()
+
+
+def test_bridge_links_only_titled_hits(film_store: CountingStore) -> None:
+    added, searches = bridge(film_store, CHAINED, [cand(FILM, 1.0)], from_top=3, max_entities=1, limit=10,
+                             to_candidates=sparse_candidates(film_store))
+    assert [(s.entity, s.from_record, s.linked) for s in searches] == [("Shirley Temple", "film", ("temple",))]
+    assert searches[0].hits >= 2  # "Temple Street" is a title hit too, but not titled by the name
+    assert ids(added) == ["temple"]
+    assert [(c.query, c.title_only, c.limit) for c in film_store.sparse_calls] == [("Shirley Temple", True, 10)]
+
+
+@settings(max_examples=25)
+@given(st.integers(min_value=0, max_value=5), st.integers(min_value=1, max_value=3),
+       st.integers(min_value=1, max_value=3))
+def test_bridge_is_bounded_by_max_entities(tmp_path_factory: pytest.TempPathFactory, max_entities: int,
+                                           hops: int, from_top: int) -> None:
+    directory = tmp_path_factory.mktemp("bridge")
+    store = counting_store(directory, FILM_CORPUS)
+    try:
+        added, searches = bridge(store, CHAINED, [cand(FILM, 1.0), cand(COLUMBIA, 0.5)], from_top=from_top,
+                                 max_entities=max_entities, limit=10, to_candidates=sparse_candidates(store))
+        assert len(searches) <= max_entities
+        assert len(store.sparse_calls) == len(searches)
+        assert all(c.title_only for c in store.sparse_calls)
+        by_id = {c.record_id: c for c in FILM_CORPUS}
+        for s in searches:
+            assert all(titled(cand(by_id[r], 0.0), s.entity) for r in s.linked)
+        assert len(set(ids(added))) == len(added)
+        assert not {"film", "columbia"} & set(ids(added))  # never re-adds what was already ranked
+    finally:
+        store.close()
+
+
+def test_bridge_trace_does_not_reveal_restricted_records(tmp_path: Path) -> None:
+    restricted = make_chunk("restricted-temple", "Shirley Temple later served as ambassador. SECRET-TEXT",
+                            title="Shirley Temple", labels=("secret",))
+    store = counting_store(tmp_path / "gated", [FILM, restricted, COLUMBIA])
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config(), gate=AdmissionGate())
+        outcome = run_search(parts, SearchRequest(CHAINED, principal=Principal.of("p", ["public"]),
+                                                  retrieved_at=datetime(2026, 1, 1, tzinfo=UTC),
+                                                  mode=RetrievalMode.BM25))
+        assert outcome.plan.chained
+        assert outcome.gate is not None
+        # The restricted page is never linked, so it is at most an ordinary rejected candidate.
+        assert all(r.reason.value == "access-label-not-granted" for r in outcome.gate.rejected)
+        assert "restricted-temple" not in ids(outcome.context)
+        trace = json.dumps(outcome.trace.to_dict(timing=False))
+        assert "SECRET-TEXT" not in trace
+        assert "restricted-temple" not in trace
+    finally:
+        store.close()
+
+
+def test_bridge_only_follows_names_from_readable_pages(tmp_path: Path) -> None:
+    """A restricted page that ranks first must not steer the bridge: names come from admitted text only."""
+    restricted_film = make_chunk("restricted-film", "Kiss and Tell was secretly financed by Columbia Pictures.",
+                                 title="Kiss and Tell (film)", labels=("secret",))
+    store = counting_store(tmp_path / "steer", [restricted_film, COLUMBIA])
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config(), gate=AdmissionGate())
+        run_search(parts, SearchRequest(CHAINED, principal=Principal.of("p", ["public"]),
+                                        retrieved_at=datetime(2026, 1, 1, tzinfo=UTC), mode=RetrievalMode.BM25))
+        assert not any(c.title_only for c in store.sparse_calls)
+    finally:
+        store.close()
