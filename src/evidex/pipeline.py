@@ -26,6 +26,7 @@ from evidex.evidence.reserve import reserve
 from evidex.rerank.fused import CrossEncoder, RerankWeights, rerank
 from evidex.retrieval.fusion import FusedHit, fuse
 from evidex.retrieval.hybrid import candidates as to_candidates
+from evidex.retrieval.hybrid import dense_and_sparse
 from evidex.stores.protocol import Store
 from evidex.trace import StageSwitches, Trace, pinned_now
 from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId
@@ -115,11 +116,12 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
         lists: list[list[ScoredId]] = []
         weights: list[float] = []
         for text in queries:
+            dense, sparse = dense_and_sparse(parts.store, parts.encode, text, mode=request.mode, limit=wide)
             if request.mode in (RetrievalMode.DENSE, RetrievalMode.HYBRID):
-                lists.append(parts.store.search_dense(parts.encode(text), wide))
+                lists.append(dense)
                 weights.append(cfg.retrieval.dense_weight if request.mode is RetrievalMode.HYBRID else 1.0)
             if request.mode in (RetrievalMode.BM25, RetrievalMode.HYBRID):
-                lists.append(parts.store.search_sparse(text, wide))
+                lists.append(sparse)
                 weights.append(cfg.retrieval.sparse_weight if request.mode is RetrievalMode.HYBRID else 1.0)
         mode = FusionMode.from_str(cfg.retrieval.fusion) if len(lists) > 1 else FusionMode.WEIGHTED
         hits = fuse(lists, weights, mode, cfg.retrieval.rrf_k)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -15,15 +16,30 @@ from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId, SearchF
 QueryEncoder = Callable[[str], npt.NDArray[np.float32]]
 
 
+_WORKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evidex-retrieve")
+
+
+def dense_and_sparse(store: Store, encode: QueryEncoder, query: str, *, mode: RetrievalMode, limit: int,
+                     filters: SearchFilters | None = None) -> tuple[list[ScoredId], list[ScoredId]]:
+    """Both retrievers for one query; in hybrid mode the full-text search runs in a worker thread while this
+    one encodes the query and multiplies the matrix (all three release the GIL)."""
+    sparse_job = None
+    if mode is RetrievalMode.HYBRID:
+        sparse_job = _WORKERS.submit(store.search_sparse, query, limit, filters)
+    dense = store.search_dense(encode(query), limit, filters) if mode is not RetrievalMode.BM25 else []
+    if sparse_job is not None:
+        sparse = sparse_job.result()
+    elif mode is RetrievalMode.BM25:
+        sparse = store.search_sparse(query, limit, filters)
+    else:
+        sparse = []
+    return dense, sparse
+
+
 def retrieve(store: Store, encode: QueryEncoder, query: str, *, mode: RetrievalMode, limit: int,
              settings: RetrievalConfig, filters: SearchFilters | None = None) -> list[Candidate]:
     pool = max(limit, settings.candidate_pool)
-    dense: list[ScoredId] = []
-    sparse: list[ScoredId] = []
-    if mode in (RetrievalMode.DENSE, RetrievalMode.HYBRID):
-        dense = store.search_dense(encode(query), pool, filters)
-    if mode in (RetrievalMode.BM25, RetrievalMode.HYBRID):
-        sparse = store.search_sparse(query, pool, filters)
+    dense, sparse = dense_and_sparse(store, encode, query, mode=mode, limit=pool, filters=filters)
     if mode is RetrievalMode.DENSE:
         hits = fuse([dense], [1.0], FusionMode.WEIGHTED)
     elif mode is RetrievalMode.BM25:

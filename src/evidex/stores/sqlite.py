@@ -134,6 +134,12 @@ class SqliteStore:
         self._db.execute("PRAGMA busy_timeout=30000")
         self._db.create_function("regexp", 2, _regexp, deterministic=True)
         self._migrate()
+        # Full-text search runs on its own read connection (WAL readers never block), so a hybrid search can
+        # run it in a second thread while the dense search uses the matrix.
+        self._fts = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._fts.execute("PRAGMA busy_timeout=30000")
+        self._fts.create_function("regexp", 2, _regexp, deterministic=True)
+        self._fts_lock = threading.Lock()
         self._dense: DenseIndex | None = None
         self._dense_generation = -1
 
@@ -320,8 +326,8 @@ class SqliteStore:
             sql = (f"SELECT r.record_id, {score} AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
                    f"WHERE records_fts MATCH ? {where} ORDER BY s, r.rowid LIMIT ?")
             args = (self.title_weight, match, *params, limit)
-        with self._lock:
-            rows = self._db.execute(sql, args).fetchall()
+        with self._fts_lock:
+            rows = self._fts.execute(sql, args).fetchall()
         return [ScoredId(r[0], -float(r[1])) for r in rows]
 
     def batches(self) -> list[BatchInfo]:
@@ -389,7 +395,8 @@ class SqliteStore:
         return problems
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._fts_lock:
+            self._fts.close()
             self._db.close()
 
 
