@@ -58,8 +58,9 @@ def candidates(store: Store, hits: list[FusedHit], mode: RetrievalMode) -> list[
         if chunk is None:
             continue
         if mode is RetrievalMode.HYBRID:
-            dense_score, sparse_score = h.raw[0], h.raw[1]  # the question's own lists come first
-            dense_rank, sparse_rank = h.ranks[0], h.ranks[1]
+            # The question's own lists come first; a hit added from another search may carry fewer.
+            dense_score, dense_rank = h.raw[0], h.ranks[0]
+            sparse_score, sparse_rank = (h.raw[1], h.ranks[1]) if len(h.raw) > 1 else (None, None)
         elif mode is RetrievalMode.DENSE:
             dense_score, sparse_score, dense_rank, sparse_rank = h.raw[0], None, h.ranks[0], None
         else:
