@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("pymilvus")
 pytest.importorskip("milvus_lite")
 
-from evidex.config import load_config  # noqa: E402
-from evidex.engine import Engine  # noqa: E402
+from evidex.config import load_config
+from evidex.engine import Engine
 
 AT = datetime(2026, 11, 30, tzinfo=UTC)
 COMPOSITE = ("A new `checkout` service needs its Postgres password from Vaultline. How should the pod authenticate "
