@@ -50,7 +50,7 @@ def ask(tool: Tool, question: str, *, max_rounds: int = 3) -> AskTranscript:
             "round": round_no, "aspect_focus": focus, "action": rec["action"], "reason": rec["reason"],
             "aspects_covered": cov["aspects_covered"], "aspects_missing": cov["aspects_missing"],
             "families_found_but_rejected": cov["families_found_but_rejected"],
-            "confidence": round(result["signals"]["confidence"], 2), "new_evidence": added})
+            "confidence": round(result["signals"]["confidence"], 1), "new_evidence": added})
         transcript.final_action, transcript.final_reason, transcript.owner = rec["action"], rec["reason"], rec["owner"]
         if focus is not None and focus not in cov["aspects_missing"]:
             transcript.rounds[-1]["note"] = f"aspect fixed by re-query: {focus}"
