@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from evidex.config import Config
 from evidex.embedding import load_embedder
@@ -21,7 +21,10 @@ from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine
 
 # No example database: it would write .hypothesis/ into the working tree. No deadline: CI machines are slow.
-settings.register_profile("evidex", database=None, deadline=None)
+# No time limits: this is a 2-core machine shared with other work, where generation speed says nothing about
+# the code under test (a too-slow health check once failed a run that passed everywhere else).
+settings.register_profile("evidex", database=None, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile("evidex")
 
 EngineFactory = Callable[..., Engine]

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from evidex.evidence.grade import Grade
-from evidex.evidence.plan import RequiredFamily, terms
+from evidex.evidence.plan import RequiredFamily, chunk_terms, terms
 from evidex.pipeline import SearchOutcome
 
 STOP_CONDITION = "stop-no-fresh-authorized-citable-source"
@@ -47,9 +47,9 @@ def features(outcome: SearchOutcome) -> dict[str, float]:
     top = scores[0] if scores else 0.0
     lexical = [dict(c.scores).get("lexical", 0.0) for c in ctx]
     q_terms = set(terms(outcome.request.query))
-    found_terms = set()
+    found_terms: set[str] = set()
     for c in ctx:
-        found_terms |= q_terms & set(terms(c.chunk.text + " " + c.chunk.title))
+        found_terms |= q_terms & chunk_terms(c.chunk)[0]
     best_match = [max((f.match_score(c.chunk) for c in ctx), default=0.0) for f in outcome.plan.families]
     linked = [dict(c.scores).get("linked", 0.0) for c in ctx]
     return {
