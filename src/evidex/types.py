@@ -5,34 +5,42 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 
-class FusionMode(enum.Enum):
-    RRF = "rrf"
-    WEIGHTED = "weighted"
+class _Choice(enum.Enum):
+    """A mode named by a string in configuration or on the command line."""
 
     @classmethod
-    def from_str(cls, value: str) -> FusionMode:
+    def from_str(cls, value: str) -> Self:
         try:
             return cls(value.lower())
         except ValueError:
             choices = ", ".join(m.value for m in cls)
-            raise ValueError(f"unknown fusion mode {value!r}; choose one of: {choices}") from None
+            raise ValueError(f"unknown {cls._label()} {value!r}; choose one of: {choices}") from None
+
+    @classmethod
+    def _label(cls) -> str:
+        return "mode"
 
 
-class RetrievalMode(enum.Enum):
+class FusionMode(_Choice):
+    RRF = "rrf"
+    WEIGHTED = "weighted"
+
+    @classmethod
+    def _label(cls) -> str:
+        return "fusion mode"
+
+
+class RetrievalMode(_Choice):
     BM25 = "bm25"
     DENSE = "dense"
     HYBRID = "hybrid"
 
     @classmethod
-    def from_str(cls, value: str) -> RetrievalMode:
-        try:
-            return cls(value.lower())
-        except ValueError:
-            choices = ", ".join(m.value for m in cls)
-            raise ValueError(f"unknown retrieval mode {value!r}; choose one of: {choices}") from None
+    def _label(cls) -> str:
+        return "retrieval mode"
 
 
 @dataclass(frozen=True)
