@@ -46,9 +46,7 @@ def main() -> None:
     for label, change in VARIANTS.items():
         cells = []
         for name in sets:
-            engine = engines[name]
-            engine.config = base.replace(evidence=change)
-            engine._parts = None  # rebuild the pipeline parts for the new weights
+            engine = engines[name].with_config(base.replace(evidence=change))
             row = evaluate(engine, questions[name], ["full"], k=10)["pipelines"]["full"]
             cells.append(f"{row['family_recall']:.3f}/{row['all_found']:.3f}/{row['ndcg@10']:.3f}")
         print(f"{label:24} " + " ".join(f"{c:>26}" for c in cells), flush=True)

@@ -87,6 +87,13 @@ class Engine:
         config = config or Config()
         return cls(config, store or open_store(config), embedder)
 
+    def with_config(self, config: Config) -> Engine:
+        """The same index and embedder under another configuration (e.g. other reranking weights)."""
+        if config.index_hash() != self.config.index_hash():
+            raise ConfigError("with_config: the new configuration needs a different index (chunking, embedding "
+                              "or family rules changed); open a new engine instead")
+        return Engine(config, self.store, self._embedder)
+
     # ---- embedding ----------------------------------------------------------------------------------
     @property
     def embedder(self) -> Embedder:
