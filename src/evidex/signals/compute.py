@@ -99,8 +99,16 @@ def aspect_coverage(outcome: SearchOutcome) -> tuple[list[str], list[str]]:
     return covered, missing
 
 
+HOP_ASPECT = "the entity the question describes (a further hop)"
+
+
 def coverage(outcome: SearchOutcome) -> dict[str, Any]:
     covered, missing = aspect_coverage(outcome)
+    if outcome.plan.chained:
+        # A nested question ("the country where the composer of X was born") also needs the evidence one hop
+        # away: a page reached by following a name out of the first evidence.
+        linked = any(dict(c.scores).get("linked", 0.0) > 0 for c in outcome.context)
+        (covered if linked else missing).append(HOP_ASPECT)
     total = len(covered) + len(missing)
     by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
     for f in outcome.families:
@@ -146,6 +154,7 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float,
     family_ratio = len(cov["families_covered"]) / family_total if family_total else 1.0
     ratio = min(cov["ratio"], family_ratio)
     if ratio < threshold:
-        focus = tuple(cov["aspects_missing"]) or tuple(cov["families_missing"])
+        # The hop is not a phrase to search for: an agent re-queries the named aspects (or rephrases).
+        focus = tuple(a for a in cov["aspects_missing"] if a != HOP_ASPECT) or tuple(cov["families_missing"])
         return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}", focus=focus)
     return Recommendation("proceed", f"coverage {ratio:.2f}")

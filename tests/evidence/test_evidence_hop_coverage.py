@@ -1,0 +1,41 @@
+"""A nested question is only covered once the evidence one hop away is in the context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evidence_support import constant_encoder, counting_store, make_chunk
+
+from evidex.config import Config
+from evidex.pipeline import PipelineParts, SearchRequest, run_search
+from evidex.signals.compute import HOP_ASPECT, coverage, recommend
+from evidex.types import RetrievalMode
+
+FILM = make_chunk("film", "Kiss and Tell is a 1945 comedy film starring Shirley Temple as Corliss Archer.",
+                  title="Kiss and Tell (film)")
+TEMPLE = make_chunk("temple", "Shirley Temple later served as United States ambassador to Ghana.",
+                    title="Shirley Temple")
+OTHER = make_chunk("other", "Burbank is a city in California with film studios.", title="Burbank")
+CHAINED = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+
+
+def _coverage(tmp_path: Path, corpus: list) -> tuple[dict, object]:  # type: ignore[type-arg]
+    store = counting_store(tmp_path, corpus)
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
+        outcome = run_search(parts, SearchRequest(CHAINED, mode=RetrievalMode.BM25))
+        cov = coverage(outcome)
+        return cov, recommend(outcome, cov, threshold=0.7, default_owner=None)
+    finally:
+        store.close()
+
+
+def test_the_hop_is_covered_when_a_linked_page_is_in_the_context(tmp_path: Path) -> None:
+    cov, _ = _coverage(tmp_path / "linked", [FILM, TEMPLE, OTHER])
+    assert HOP_ASPECT in cov["aspects_covered"]
+
+
+def test_the_hop_is_missing_without_it_and_is_not_a_focus_to_search_for(tmp_path: Path) -> None:
+    cov, rec = _coverage(tmp_path / "unlinked", [FILM, OTHER])
+    assert HOP_ASPECT in cov["aspects_missing"]
+    assert HOP_ASPECT not in rec.focus  # type: ignore[attr-defined]
