@@ -160,7 +160,8 @@ def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[
                 progress(name, i, len(questions))
         report["pipelines"][name] = summarize(rows, k)
         if any("outcome" in r.info for _, r, _ in rows):
-            checked = [(q, engine.result_of(r.info["outcome"]), quality(q, r.chunks, k)) for q, r, _ in rows]
+            checked = [(q, engine.result_of(r.info["outcome"]), quality(q, r.chunks, k),
+                        metrics.family_recall(q, r.chunks[:k]) == 1.0) for q, r, _ in rows]
             report["pipelines"][name]["signals"] = check_signals(checked)
         if audit is not None:
             report["pipelines"][name].update(audit.score(engine, rows, k, plan))

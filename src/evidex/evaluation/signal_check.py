@@ -3,8 +3,8 @@
 - confidence_spearman: rank correlation between `confidence` and each question's quality (family recall
   at k for questions files, nDCG@10 for BEIR sets);
 - coverage_precision / coverage_recall: the coverage detector says "complete" (every planned aspect and
-  family covered) — how often is every gold family really in the top k, and how many complete answers
-  does it recognise;
+  family covered) — how often is every gold family (every relevant document, for BEIR sets) really in the
+  top k, and how many complete answers does it recognise;
 - requery_when_incomplete: how often the recommendation is re-query or stop when the answer really is
   incomplete; proceed_when_complete: how often it is proceed when the answer is complete.
 """
@@ -24,32 +24,32 @@ def quality(question: Question, chunks: Sequence[Any], k: int) -> float:
     return metrics.family_recall(question, chunks[:k])
 
 
-def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float]]) -> dict[str, Any]:
-    """rows: (question, result JSON, quality)."""
-    conf = [r["signals"]["confidence"] for _, r, _ in rows]
-    qual = [q for _, _, q in rows]
-    says_complete = []
-    is_complete = []
-    action = []
-    for question, result, q in rows:
+def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float, bool]]) -> dict[str, Any]:
+    """rows: (question, result JSON, quality, complete: every required family / relevant document in the top k)."""
+    conf = [r["signals"]["confidence"] for _, r, _, _ in rows]
+    qual = [q for _, _, q, _ in rows]
+    says_complete: list[bool] = []
+    is_complete: list[bool] = []
+    action: list[str] = []
+    for _, result, _, complete in rows:
         cov = result["signals"]["coverage"]
-        complete = cov["ratio"] >= 1.0 and not cov["families_missing"] and not cov["families_found_but_rejected"]
-        says_complete.append(complete)
-        is_complete.append(q >= 1.0 if not question.qrels else q >= 0.99)
+        says = cov["ratio"] >= 1.0 and not cov["families_missing"] and not cov["families_found_but_rejected"]
+        says_complete.append(says)
+        is_complete.append(complete)
         action.append(result["decision"]["recommendation"]["action"])
 
     def ratio(num: int, den: int) -> float | None:
         return round(num / den, 4) if den else None
 
     tp = sum(1 for s, t in zip(says_complete, is_complete, strict=True) if s and t)
-    incomplete = [a for a, t in zip(action, is_complete, strict=True) if not t]
-    complete = [a for a, t in zip(action, is_complete, strict=True) if t]
+    when_incomplete = [a for a, t in zip(action, is_complete, strict=True) if not t]
+    when_complete = [a for a, t in zip(action, is_complete, strict=True) if t]
     rho = metrics.spearman(conf, qual)
     return {
         "confidence_spearman": None if rho is None else round(rho, 4),
         "coverage_precision": ratio(tp, sum(says_complete)),
         "coverage_recall": ratio(tp, sum(is_complete)),
-        "requery_when_incomplete": ratio(sum(1 for a in incomplete if a != "proceed"), len(incomplete)),
-        "proceed_when_complete": ratio(sum(1 for a in complete if a == "proceed"), len(complete)),
+        "requery_when_incomplete": ratio(sum(1 for a in when_incomplete if a != "proceed"), len(when_incomplete)),
+        "proceed_when_complete": ratio(sum(1 for a in when_complete if a == "proceed"), len(when_complete)),
         "questions": len(rows),
     }
