@@ -18,7 +18,7 @@ import numpy.typing as npt
 from evidex.admission.gate import AdmissionGate, GateDecision, Principal
 from evidex.config import Config
 from evidex.evidence.assemble import expand_neighbours
-from evidex.evidence.bridge import bridge
+from evidex.evidence.bridge import BridgeSearch, bridge
 from evidex.evidence.grade import Graded, GradeThresholds, grade
 from evidex.evidence.plan import EvidencePlan, QuestionShape, RequiredFamily, plan_question
 from evidex.evidence.rescue import rescue
@@ -80,16 +80,13 @@ class PipelineParts:
     shapes: tuple[QuestionShape, ...] = ()
 
 
-def _shapes(config: Config) -> tuple[QuestionShape, ...]:
+def shapes_from_config(config: Config) -> tuple[QuestionShape, ...]:
     return tuple(
         QuestionShape(name=s.name, keywords=s.keywords, min_keywords=s.min_keywords, patterns=s.patterns,
                       families=tuple(RequiredFamily(name=f.name, rescue_query=f.rescue_query, label=f.label,
                                                     source_regex=f.source_regex) for f in s.families))
         for s in config.shapes)
 
-
-def shapes_from_config(config: Config) -> tuple[QuestionShape, ...]:
-    return _shapes(config)
 
 
 def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
@@ -156,20 +153,10 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                                      min_matches=ev.min_matches, base_filters=None, to_candidates=sparse_candidates)
             # Names are only followed out of text the requester may read: a restricted page must not steer
             # (or, through the trace, reveal) what else is found.
-            sources = ranked[: ev.bridge_from_top * 2]
-            gated_candidates = sparse_candidates
-            if parts.gate is not None and request.principal is not None:
-                gate, who = parts.gate, request.principal
-                sources = list(gate.admit(sources, who, retrieved_at).admitted)
-
-                def gated_candidates(h: list[ScoredId]) -> list[Candidate]:
-                    # Links lead only to records the requester may read, so none is named in the trace.
-                    return list(gate.admit(sparse_candidates(h), who, retrieved_at).admitted)
-
-            bridged, searches = ([], []) if not (ev.bridge_from_top and plan.chained) else bridge(
-                parts.store, request.query, sources, from_top=ev.bridge_from_top,
-                max_entities=ev.bridge_max_searches, limit=10, to_candidates=gated_candidates,
-                hops=ev.bridge_hops)
+            bridged: list[Candidate] = []
+            searches: list[BridgeSearch] = []
+            if ev.bridge_from_top and plan.chained:
+                bridged, searches = _bridge(parts, request, ranked, retrieved_at, sparse_candidates)
             linked = frozenset(r for s in searches for r in s.linked)
             known = {c.chunk.record_id for c in [*pool, *added]}
             bridged = [c for c in bridged if c.chunk.record_id not in known]
@@ -228,6 +215,25 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                          families=families, gate=decision, graded=graded, expanded=expanded,
                          ranked=tuple([*selected, *deeper]), ranked_all=tuple(ranked), reranker=reranker,
                          trace=trace)
+
+
+def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candidate], retrieved_at: datetime,
+            sparse_candidates: Callable[[list[ScoredId]], list[Candidate]],
+            ) -> tuple[list[Candidate], list[BridgeSearch]]:
+    """Follow names out of readable evidence only, and only to readable records: a restricted page must
+    neither steer what else is found nor be named (by id) in the trace."""
+    ev = parts.config.evidence
+    sources = list(ranked[: ev.bridge_from_top * 2])
+    follow = sparse_candidates
+    gate, who = parts.gate, request.principal
+    if gate is not None and who is not None:
+        sources = list(gate.admit(sources, who, retrieved_at).admitted)
+
+        def follow(hits: list[ScoredId]) -> list[Candidate]:
+            return list(gate.admit(sparse_candidates(hits), who, retrieved_at).admitted)
+
+    return bridge(parts.store, request.query, sources, from_top=ev.bridge_from_top,
+                  max_entities=ev.bridge_max_searches, limit=10, to_candidates=follow, hops=ev.bridge_hops)
 
 
 FOCUS_TOP = 3

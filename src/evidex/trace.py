@@ -39,9 +39,7 @@ class Trace:
         started = time.perf_counter()
         try:
             yield record
-        except StageError:
-            raise
-        except EvidexError:
+        except EvidexError:  # already a domain error (a StageError included): keep it as it is
             raise
         except Exception as exc:
             raise StageError(name, f"{type(exc).__name__}: {exc}") from exc

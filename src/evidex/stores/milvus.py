@@ -47,8 +47,9 @@ from evidex.errors import BackendUnavailable, ConfigError, StoreError
 from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import STOPWORDS
 from evidex.stores.protocol import BatchWrite
+from evidex.stores.rows import chunk_from_row
 from evidex.stores.transfer import DeadLetterEvent, IndexLog, StoredRow
-from evidex.types import BatchInfo, Chunk, DeadLetter, Provenance, ScoredId, SearchFilters
+from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
 if TYPE_CHECKING:
     from evidex.config import Config
@@ -145,17 +146,9 @@ def _row(chunk: Chunk, doc_hash: str, batch_id: str, vector: npt.NDArray[np.floa
 
 
 def _chunk(row: dict[str, Any]) -> Chunk:
-    provenance = Provenance(
-        source_version=row["source_version"], published_at=_from_epoch(row["published_at"], PUBLISHED_ALWAYS),
-        expires_at=_from_epoch(row["expires_at"], EXPIRES_NEVER), access_labels=tuple(row["access_labels"]),
-        citation_uri=row["citation_uri"], authority_tier=row["authority_tier"],
-        evidence_family=row["evidence_family"], owner=row["owner"], superseded_by=row["superseded_by"])
-    return Chunk(
-        record_id=row["record_id"], doc_id=row["doc_id"], chunk_index=row["chunk_index"], source=row["source"],
-        title=row["title"], text=row["text"], citation_anchor=row["citation_anchor"],
-        span_start=row["span_start"], span_end=row["span_end"], content_hash=row["content_hash"],
-        provenance=provenance, heading=row["heading"], batch_id=row["batch_id"],
-        indexed_at=_from_epoch(row["indexed_at"]))
+    return chunk_from_row(row, published_at=_from_epoch(row["published_at"], PUBLISHED_ALWAYS),
+                          expires_at=_from_epoch(row["expires_at"], EXPIRES_NEVER),
+                          indexed_at=_from_epoch(row["indexed_at"]), access_labels=row["access_labels"])
 
 
 def _check_lengths(row: dict[str, Any]) -> None:

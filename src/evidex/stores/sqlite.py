@@ -26,7 +26,8 @@ from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import fts_query
 from evidex.stores.dense import DenseIndex
 from evidex.stores.protocol import BatchWrite
-from evidex.types import BatchInfo, Chunk, DeadLetter, Provenance, ScoredId, SearchFilters
+from evidex.stores.rows import chunk_from_row
+from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
 INDEX_FILE = "index.sqlite"
 
@@ -101,18 +102,9 @@ def _time(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-def _row_to_chunk(row: sqlite3.Row) -> Chunk:
-    provenance = Provenance(
-        source_version=row["source_version"], published_at=_time(row["published_at"]),
-        expires_at=_time(row["expires_at"]), access_labels=tuple(json.loads(row["access_labels"])),
-        citation_uri=row["citation_uri"], authority_tier=row["authority_tier"],
-        evidence_family=row["evidence_family"], owner=row["owner"], superseded_by=row["superseded_by"])
-    return Chunk(
-        record_id=row["record_id"], doc_id=row["doc_id"], chunk_index=row["chunk_index"], source=row["source"],
-        title=row["title"], text=row["text"], citation_anchor=row["citation_anchor"],
-        span_start=row["span_start"], span_end=row["span_end"], content_hash=row["content_hash"],
-        provenance=provenance, heading=row["heading"], batch_id=row["batch_id"],
-        indexed_at=_time(row["indexed_at"]))
+def row_to_chunk(row: sqlite3.Row) -> Chunk:
+    return chunk_from_row(row, published_at=_time(row["published_at"]), expires_at=_time(row["expires_at"]),
+                          indexed_at=_time(row["indexed_at"]), access_labels=json.loads(row["access_labels"]))
 
 
 def _regexp(pattern: str, value: str | None) -> bool:
@@ -284,14 +276,14 @@ class SqliteStore:
                     f"SELECT {_CHUNK_COLUMNS} FROM records INDEXED BY records_live_id "
                     f"WHERE retired_by IS NULL AND record_id IN "
                     f"({','.join('?' * len(part))})", part).fetchall()
-                found.update((r["record_id"], _row_to_chunk(r)) for r in rows)
+                found.update((r["record_id"], row_to_chunk(r)) for r in rows)
         return [found[i] for i in ids if i in found]
 
     def all_chunks(self) -> list[Chunk]:
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {_CHUNK_COLUMNS} FROM records WHERE retired_by IS NULL ORDER BY rowid").fetchall()
-        return [_row_to_chunk(r) for r in rows]
+        return [row_to_chunk(r) for r in rows]
 
     def search_dense(self, vector: npt.NDArray[np.float32], limit: int,
                      filters: SearchFilters | None = None) -> list[ScoredId]:

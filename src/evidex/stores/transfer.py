@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from evidex.errors import StoreError
 from evidex.ingest.provenance import format_time
-from evidex.stores.sqlite import SqliteStore
+from evidex.stores.sqlite import SqliteStore, row_to_chunk
 from evidex.types import BatchInfo, Chunk, Provenance
 
 FORMAT = "evidex-index"
@@ -244,7 +244,7 @@ class SqliteTransfer:
         db = self._connect()
         try:
             for r in db.execute("SELECT * FROM records ORDER BY rowid"):
-                row = StoredRow(_sqlite_chunk(r), r["doc_hash"], np.frombuffer(r["vector"], dtype=np.float32),
+                row = StoredRow(row_to_chunk(r), r["doc_hash"], np.frombuffer(r["vector"], dtype=np.float32),
                                 r["retired_by"])
                 yield row
         finally:
@@ -298,19 +298,6 @@ class SqliteTransfer:
                 raise
         finally:
             db.close()
-
-
-def _sqlite_chunk(r: sqlite3.Row) -> Chunk:
-    provenance = Provenance(
-        source_version=r["source_version"], published_at=_time(r["published_at"]),
-        expires_at=_time(r["expires_at"]), access_labels=tuple(json.loads(r["access_labels"])),
-        citation_uri=r["citation_uri"], authority_tier=r["authority_tier"], evidence_family=r["evidence_family"],
-        owner=r["owner"], superseded_by=r["superseded_by"])
-    return Chunk(
-        record_id=r["record_id"], doc_id=r["doc_id"], chunk_index=r["chunk_index"], source=r["source"],
-        title=r["title"], text=r["text"], citation_anchor=r["citation_anchor"], span_start=r["span_start"],
-        span_end=r["span_end"], content_hash=r["content_hash"], provenance=provenance, heading=r["heading"],
-        batch_id=r["batch_id"], indexed_at=_time(r["indexed_at"]))
 
 
 def _sqlite_insert(db: sqlite3.Connection, row: StoredRow) -> None:

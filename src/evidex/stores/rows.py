@@ -1,0 +1,25 @@
+"""One stored row -> `Chunk`, shared by every backend. Backends differ only in how they store times and
+access labels, so they pass those in already decoded."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from evidex.types import Chunk, Provenance
+
+
+def chunk_from_row(row: Any, *, published_at: datetime | None, expires_at: datetime | None,
+                   indexed_at: datetime | None, access_labels: Sequence[str]) -> Chunk:
+    """`row` is any mapping-like record (sqlite3.Row, a dict) with the chunk's column names."""
+    provenance = Provenance(
+        source_version=row["source_version"], published_at=published_at, expires_at=expires_at,
+        access_labels=tuple(access_labels), citation_uri=row["citation_uri"],
+        authority_tier=row["authority_tier"], evidence_family=row["evidence_family"], owner=row["owner"],
+        superseded_by=row["superseded_by"])
+    return Chunk(
+        record_id=row["record_id"], doc_id=row["doc_id"], chunk_index=row["chunk_index"], source=row["source"],
+        title=row["title"], text=row["text"], citation_anchor=row["citation_anchor"],
+        span_start=row["span_start"], span_end=row["span_end"], content_hash=row["content_hash"],
+        provenance=provenance, heading=row["heading"], batch_id=row["batch_id"], indexed_at=indexed_at)
