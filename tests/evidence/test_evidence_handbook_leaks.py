@@ -62,11 +62,13 @@ def restricted_words(engine: Engine) -> list[str]:
     return sorted(words)
 
 
-def leaks(value: Any, hidden: HiddenText) -> list[str]:
+def leaks(value: Any, hidden: HiddenText, typed: str = "") -> list[str]:
+    """Restricted sentences and the marker found in `value`. What the requester typed (`typed`) is echoed
+    back in the result (query, aspects, rescue queries) and is not a leak, so it is left out of the check."""
     dumped = json.dumps(value, ensure_ascii=False)
     text = normalised(value)
-    found = [s for s in hidden.sentences if s in text]
-    if MARKER in dumped or MARKER in json.dumps(value):
+    found = [s for s in hidden.sentences if s in text and s not in typed]
+    if MARKER not in typed and (MARKER in dumped or MARKER in json.dumps(value)):
         found.append(MARKER)
     return found
 
@@ -110,10 +112,22 @@ def test_queries_made_of_restricted_words_leak_nothing(engine: Engine, hidden: H
     finally:
         logger.removeHandler(collect)
         logger.setLevel(old_level)
-    assert leaks(result, hidden) == []
+    assert leaks(result, hidden, typed=query) == []
+    dumped = json.dumps(result, ensure_ascii=False)
+    assert not [r for r in hidden.record_ids if r in dumped]
     logged = "\n".join(" ".join(m.split()) for m in collect.messages)
-    assert MARKER not in logged
-    assert not [s for s in hidden.sentences if s in logged]
+    assert MARKER in query or MARKER not in logged
+    assert not [s for s in hidden.sentences if s in logged and s not in query]
+
+
+def test_a_query_that_is_the_marker_gets_only_its_own_words_back(engine: Engine, hidden: HiddenText) -> None:
+    """The marker is the strongest lexical match for the restricted page, and the result echoes the query:
+    the page must still not come back, nor any of its sentences or record ids."""
+    result = engine.search_with_reasoning(MARKER, principal=ENGINEER, retrieved_at=RETRIEVED_AT)
+    assert leaks(result, hidden, typed=MARKER) == []
+    assert "security/breakglass-root-token.md" not in {g["source"] for g in result["evidence"]}
+    assert not [r for r in hidden.record_ids if r in json.dumps(result, ensure_ascii=False)]
+    assert MARKER in leaks(result, hidden)  # without the echo allowance the echo alone would be flagged
 
 
 def test_the_check_can_fail_security_team_sees_the_page(engine: Engine, hidden: HiddenText) -> None:
