@@ -145,6 +145,20 @@ def test_grade_protects_a_low_scoring_member_that_answers_its_family() -> None:
     assert graded.missing_families == ()
 
 
+def test_grade_protects_the_member_reserve_chose_not_the_first_one() -> None:
+    """Two chunks meet an aspect; reserve took the one covering it most. Grading must keep that one, not
+    the higher-scored partial member (which is kept anyway as ambiguous), or the reserved evidence is lost."""
+    family = RequiredFamily("object quota", "cap objects namespace", aspect_terms=("cap", "object", "namespace"))
+    partial = cand(make_chunk("quota-partial", "cap the object churn", doc_id="D1"), 0.4)
+    full = cand(make_chunk("quota-full", "cap object counts per namespace", doc_id="D2"), 0.1)
+    noise = cand(make_chunk("quota-noise", "gardening tips", doc_id="D3"), 0.9)
+    assert supports(partial, family, T) and supports(full, family, T)
+    selection = reserve([noise, partial, full], [family], k=3).chunks
+    graded = grade(selection, selection, [family], k=3, t=T)
+    assert "quota-full" in ids(graded.chunks)
+    assert graded.removed == ()
+
+
 def test_grade_of_only_noise_is_incorrect_overall() -> None:
     noise = cand(make_chunk("n", "gardening"), 0.1)
     graded = grade([noise], [noise], [], k=3, t=T)

@@ -67,9 +67,11 @@ def grade(selection: Sequence[Candidate], ranked: Sequence[Candidate], families:
     restored: list[str] = []
     missing: list[str] = []
     for family in families:
-        own = [c for c in selection if supports(c, family, t)]
-        if own:
-            protected.add(own[0].chunk.record_id)
+        # The family's best evidence by the rule reserve used to choose it: coverage of the family, then score.
+        own = max((c for c in selection if supports(c, family, t)), default=None,
+                  key=lambda c: (round(family.match_score(c.chunk), 3), c.score))
+        if own is not None:
+            protected.add(own.chunk.record_id)
             continue
         best = next((c for c in ranked if supports(c, family, t)), None)
         if best is None:
