@@ -21,6 +21,7 @@ from evidex.evidence.plan import (
     is_chained,
     plan_from_dict,
     plan_question,
+    sub_questions,
     terms,
 )
 from evidex.pipeline import shapes_from_config
@@ -79,6 +80,21 @@ def test_names_do_not_run_across_a_sentence_boundary() -> None:
     assert [s.rstrip(".") for s in entity_spans("Page the on-call in Beacon. Check the dashboard.")] == ["Beacon"]
     plan = auto_plan("How do I page the on-call in Beacon. Check the Tidepool dashboard first?")
     assert not [a for a in plan.aspects if ". " in a]
+
+
+def test_an_initial_or_abbreviation_does_not_end_a_sentence() -> None:
+    plan = auto_plan("In what county is the city where Harris W. Fawell was born?")
+    assert plan.aspects == ("Harris W Fawell",)
+    assert plan.chained  # one clause describing the city: not split into two sentences
+    assert sub_questions("Which war did the U.S. fight in 1812 and when did Dr. Rush sign?") == [
+        "Which war did the U.S. fight in 1812", "when did Dr. Rush sign"]
+    assert entity_spans("Read the runbook. Restart pods quickly.") == []  # a real full stop still ends one
+
+
+def test_a_thousands_separator_is_not_a_clause_break() -> None:
+    plan = auto_plan("The 1,000 Genomes project maps rare variants.")
+    assert "000" not in plan.aspects and sub_questions("The 1,000 Genomes project maps rare variants.") == [
+        "The 1,000 Genomes project maps rare variants"]
 
 
 @pytest.mark.parametrize("question", ["What is Vaultline's root policy?", "What is Vaultline’s root policy?"])

@@ -144,15 +144,18 @@ _CODE = re.compile(r"`([^`]{2,80})`")
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,80})[\"”]")
 _IDENT = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]+|[a-z]+[A-Z]\w*|[A-Z]{2,}_[A-Z_0-9]+|\w+[._]\w+(?:[._]\w+)*)")
 _CONNECTORS = {"of", "and", "the", "de", "in", "on", "for", "la", "le", "von", "van", "der", "&", "du", "del"}
-_SPLIT = re.compile(r"\s*(?:[;?.]\s|[;?]$|,\s*(?:and|but|while|or)?\s*|\s+(?:and|or|but)\s+(?=(?:how|what|why|where|"
-                    r"when|which|who|should|can|do|does|is|are|make|let|stop)\b))\s*", re.I)
+# A full stop ends a sentence, but not after an initial ("Harris W. Fawell", "U.S.") or a short title.
+_FULL_STOP = r"(?<!\b[A-Z])(?<!\b(?:Dr|St|Mt|Jr|Sr|Mr|Ms|vs|No))(?<!\bMrs)\."
+_SPLIT = re.compile(r"\s*(?:(?:[;?]|" + _FULL_STOP + r")\s|[;?]$|,(?!\d)\s*(?:and|but|while|or)?\s*|"
+                    r"\s+(?:and|or|but)\s+(?=(?:how|what|why|where|when|which|who|should|can|do|does|is|are|make|"
+                    r"let|stop)\b))\s*", re.I)
 _CAP_WORD = re.compile(r"^[A-Z0-9][\w'’./&-]*$")
 _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was",
                    "were", "do", "does", "did", "can", "could", "should", "would", "will", "in", "the", "a", "an",
                    "i", "my", "if", "and", "or", "for", "to", "of", "on", "at", "by", "from", "as", "with"}
 
 
-_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+_SENTENCE_END = re.compile(r"(?:(?<=[?!])|(?<=" + _FULL_STOP + r"))\s+")
 
 
 def entity_spans(question: str) -> list[str]:
@@ -162,7 +165,7 @@ def entity_spans(question: str) -> list[str]:
 
 
 def _sentence_spans(sentence: str) -> list[str]:
-    words = [w.rstrip(".?!") for w in sentence.replace(",", " , ").split()]
+    words = [w.rstrip(".?!") for w in re.sub(r",(?!\d)", " , ", sentence).split()]
     words = [w for w in words if w]
     spans: list[list[str]] = []
     current: list[str] = []
