@@ -25,7 +25,9 @@ from evidex.engine import Engine
 # the code under test (a too-slow health check once failed a run that passed everywhere else).
 settings.register_profile("evidex", database=None, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile("evidex")
+# EVIDEX_HYPOTHESIS_PROFILE=deep draws many more examples (run it before a release; CI keeps the default).
+settings.register_profile("deep", settings.get_profile("evidex"), max_examples=1500)
+settings.load_profile(os.environ.get("EVIDEX_HYPOTHESIS_PROFILE", "evidex"))
 
 EngineFactory = Callable[..., Engine]
 CorpusWriter = Callable[..., Path]

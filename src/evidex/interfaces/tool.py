@@ -41,8 +41,8 @@ INPUT_SCHEMA: dict[str, Any] = {
         "aspect_focus": {"type": ["string", "null"], "maxLength": MAX_ASPECT_FOCUS_CHARS,
                          "description": "Optional: the aspect to concentrate on, e.g. the missing aspects a "
                                         "previous call recommended re-querying with."},
-        "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": DEFAULT_K,
-              "description": "Optional: at most this many evidence chunks."},
+        "k": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_K, "default": DEFAULT_K,
+              "description": "Optional: at most this many evidence chunks (null: the default)."},
     },
     "required": ["query"],
     "additionalProperties": False,
