@@ -26,7 +26,8 @@ from evidex.config import Config
 from evidex.evidence.bridge import bridge, bridge_entities, titled
 from evidex.evidence.plan import RequiredFamily, explicit_plan
 from evidex.evidence.rescue import rescue
-from evidex.pipeline import PipelineParts, SearchRequest, run_search
+from evidex.pipeline import HOP_OBLIGATION, PipelineParts, SearchRequest, run_search
+from evidex.trace import StageSwitches
 from evidex.types import RetrievalMode, SearchFilters
 
 SECRETS = make_chunk("secrets", "Store the database password in Vaultline under the service path.",
@@ -206,3 +207,27 @@ def test_bridge_only_follows_names_from_readable_pages(tmp_path: Path) -> None:
         assert not any(c.title_only for c in store.sparse_calls)
     finally:
         store.close()
+
+
+def test_a_nested_question_reserves_the_page_one_hop_away(tmp_path: Path) -> None:
+    """The linked page enters at the retrieval floor, below pages that merely repeat the question's words;
+    the reserve still gives it a place in the top k (and says so), or the second hop is lost."""
+    echoes = [make_chunk(f"echo-{i}", f"The woman who portrayed Corliss Archer held a government position; page {i}.",
+                         doc_id=f"echo-{i}", title=f"Corliss Archer government position {i}") for i in range(4)]
+    weak = make_chunk("weak", "A film about tomatoes.", doc_id="weak", title="Tomato film")  # the pool's floor
+    # unrelated pages, so that the question's words are rare (BM25 gives a word in most pages no weight)
+    others = [make_chunk(f"other-{i}", f"Tomatoes need sun, water and care, note {i}.", doc_id=f"other-{i}",
+                         title=f"garden note {i}") for i in range(12)]
+    store = counting_store(tmp_path / "hop", [FILM, TEMPLE, weak, *echoes, *others])
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
+        outcome = run_search(parts, SearchRequest(CHAINED, k=3, mode=RetrievalMode.BM25))
+        without = run_search(parts, SearchRequest(CHAINED, k=3, mode=RetrievalMode.BM25,
+                                                  switches=StageSwitches.only("rerank", "rescue")))
+    finally:
+        store.close()
+    assert outcome.plan.chained
+    assert "temple" not in ids(without.ranked[:3])  # by score alone the hop does not make the top k
+    assert "temple" in ids(outcome.context)
+    reserve_stage = next(s for s in outcome.trace.stages if s.name == "reserve")
+    assert reserve_stage.decisions["reserved"][HOP_OBLIGATION] == "temple"
