@@ -35,9 +35,11 @@ from evidence_support import (
     record_texts,
     restricted_text,
 )
+from rich.console import Console
 
 from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine
+from evidex.interfaces.render import render_result
 from evidex.pipeline import SearchRequest
 from evidex.result import decision_json
 
@@ -147,6 +149,17 @@ def test_expired_page_is_rejected_although_it_ranks_first(engine: Engine) -> Non
     assert hidden
     text = normalised(result)
     assert not [s for s in hidden if s in text]
+
+
+def test_the_terminal_shows_an_expired_page_once_with_its_chunk_count(engine: Engine) -> None:
+    result = engine.search_with_reasoning(ROLLBACK_QUESTION, principal=ENGINEER, retrieved_at=RETRIEVED_AT)
+    expired = [r for r in rejected_items(result) if r["source"] == "deploy/rollback-v1.md"]
+    console = Console(record=True, width=200)
+    render_result(console, result)
+    lines = [line for line in console.export_text().splitlines() if "deploy/rollback-v1.md" in line]
+    assert len(lines) == 1
+    assert "expired-at-retrieval-time" in lines[0] and "superseded by deploy/rollback.md" in lines[0]
+    assert (f"×{len(expired)} chunks" in lines[0]) == (len(expired) > 1)
 
 
 # ---- case 3: restricted pages -----------------------------------------------------------------------

@@ -58,11 +58,16 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
         counts = {k: v for k, v in rejected["rejected_counts"].items() if v}
         if counts:
             console.print(f"rejected by the gate: {counts}")
-        for r in rejected["rejected"][:8]:
-            extra = f" {r['source']}" if r.get("source") else ""
-            if r.get("superseded_by"):
-                extra += f" (superseded by {r['superseded_by']})"
-            console.print(f"  [dim]{r['record_id']}[/] {r['reason']}{escape(extra)}")
+        # One line per page and reason (a long expired page has many chunks); the JSON lists every record.
+        pages: dict[tuple[str, str, str], int] = {}
+        for r in rejected["rejected"]:
+            key = (r.get("source") or r["record_id"], r["reason"], r.get("superseded_by") or "")
+            pages[key] = pages.get(key, 0) + 1
+        for (source, reason, successor), n in list(pages.items())[:8]:
+            line = f"  {escape(source)} [dim]{reason}{f' ×{n} chunks' if n > 1 else ''}[/]"
+            console.print(line + (f" (superseded by {escape(successor)})" if successor else ""))
+        if len(pages) > 8:
+            console.print(f"  [dim]… {len(pages) - 8} more (see --json)[/]")
     latency = result["cost"]["latency_ms"]
     stages = " ".join(f"{k} {v:.1f}" for k, v in latency.items() if k != "total")
     console.print(f"[dim]latency {latency['total']:.1f} ms ({stages})[/]")
