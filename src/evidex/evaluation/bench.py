@@ -20,7 +20,6 @@ Timings are wall-clock; on a small shared machine they are indicative, and the r
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import os
 import platform
@@ -32,26 +31,24 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from evidex.config import Config
 from evidex.embedding.protocol import Embedder, Vectors
 from evidex.engine import Engine, configured_embedder
 from evidex.evaluation.metrics import percentile
+from evidex.evaluation.synthetic import FILTER, SyntheticCorpus
 from evidex.ingest.loaders import iter_documents
-from evidex.ingest.run import chunk_document, embedding_text, record_id
+from evidex.ingest.run import chunk_document, embedding_text
 from evidex.retrieval.fusion import fuse
 from evidex.retrieval.hybrid import candidates
-from evidex.retrieval.lexical import STOPWORDS
-from evidex.stores.protocol import BatchWrite, DocumentWrite
+from evidex.stores.protocol import BatchWrite
 from evidex.stores.sqlite import SqliteStore
-from evidex.types import Chunk, Document, FusionMode, Provenance, RetrievalMode, SearchFilters
+from evidex.types import Chunk, Document, FusionMode, RetrievalMode, SearchFilters
 
 Log = Callable[[str], None]
 
@@ -64,13 +61,6 @@ GOALS: dict[str, Any] = {
 NOISE_NOTE = ("{cpus} CPU core(s), shared with other running processes: the machine is noisy, so every "
               "timing here is indicative, not precise")
 K = 10
-SYNTH_DIM = 384
-SYNTH_VOCAB = 30_000
-SYNTH_CLUSTERS = 300
-SYNTH_TOPIC_WORDS = 40
-SYNTH_TOPIC_SHARE = 0.15  # share of a chunk's tokens drawn from its cluster's topic words
-QUERY_HEAD_SKIP = 100  # query words skip the 100 most frequent ranks (the stopword-like head)
-FILTER = {"access_labels": ("public", "internal")}  # plus valid_at = now
 
 
 # ---- small helpers ------------------------------------------------------------------------------------
@@ -307,168 +297,11 @@ def _k8s_part(config: Config, embedder: Embedder, k8s_docs: Path, *, chunk_budge
     return embedding, latency
 
 
-# ---- part 3: the synthetic corpus ----------------------------------------------------------------------
-_CONSONANTS = [*list("bcdfghjklmnprstvwz"), "ch", "sh", "th", "st", "tr", "pl"]
-_VOWELS = [*list("aeiou"), "ai", "ou", "ea"]
-_FAMILIES = [f"fam-{i:02d}" for i in range(24)]
-_LABEL_SETS: list[tuple[str, ...]] = [("public",), ("internal",), ("eng", "internal"), ("restricted",),
-                                      ("eng",), ()]
-_LABEL_P = [0.35, 0.25, 0.15, 0.1, 0.1, 0.05]
-_EPOCH = datetime(2018, 1, 1, tzinfo=UTC)
-
-
-def _vocabulary(rng: np.random.Generator, size: int) -> npt.NDArray[np.object_]:
-    """`size` distinct word-like tokens, shorter words at the frequent (low) ranks, as in real text."""
-    words: dict[str, None] = {}
-    while len(words) < size:
-        n = size
-        syllables = rng.choice([1, 2, 2, 3, 3, 3, 4], n)
-        onsets = rng.integers(0, len(_CONSONANTS), (n, 4))
-        nuclei = rng.integers(0, len(_VOWELS), (n, 4))
-        codas = np.where(rng.random(n) < 0.3, rng.integers(0, len(_CONSONANTS), n), -1)
-        for i in range(n):
-            word = "".join(_CONSONANTS[onsets[i, j]] + _VOWELS[nuclei[i, j]] for j in range(syllables[i]))
-            if codas[i] >= 0:
-                word += _CONSONANTS[codas[i]]
-            if word not in STOPWORDS:
-                words[word] = None
-    chosen = list(words)[:size]
-    jitter = rng.normal(0, 2.0, len(chosen))
-    keys = [len(w) + jitter[i] for i, w in enumerate(chosen)]
-    ordered = [chosen[i] for i in np.argsort(keys, kind="stable")]
-    return np.array(ordered, dtype=object)
-
-
-@dataclass
-class _Synthetic:
-    """A deterministic generator of chunks (Zipfian text, clustered unit vectors, varied provenance)."""
-
-    vocab: npt.NDArray[np.object_]
-    cdf: npt.NDArray[np.float64]  # Zipf(s=1.07) over vocabulary ranks
-    query_cdf: npt.NDArray[np.float64]  # the same without the head
-    centroids: npt.NDArray[np.float32]
-    cluster_cdf: npt.NDArray[np.float64]
-    topic_words: npt.NDArray[np.int64]  # (clusters, topic words) vocabulary ranks
-    dim: int
-    noise: float = 0.07  # per-dimension noise: cos(chunk, its centroid) ~ 0.55
-
-    @classmethod
-    def create(cls, seed: int, vocab_size: int = SYNTH_VOCAB, clusters: int = SYNTH_CLUSTERS,
-               dim: int = SYNTH_DIM) -> _Synthetic:
-        rng = np.random.default_rng(seed)
-        vocab = _vocabulary(rng, vocab_size)
-        weights = 1.0 / np.arange(1, vocab_size + 1) ** 1.07
-        cdf = np.cumsum(weights / weights.sum())
-        tail = weights.copy()
-        tail[:QUERY_HEAD_SKIP] = 0
-        query_cdf = np.cumsum(tail / tail.sum())
-        centroids = rng.standard_normal((clusters, dim)).astype(np.float32)
-        centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
-        popularity = 1.0 / np.arange(1, clusters + 1) ** 0.5
-        topic_words = rng.integers(200, min(20_000, vocab_size), (clusters, SYNTH_TOPIC_WORDS))
-        cluster_cdf = np.cumsum(popularity / popularity.sum())
-        return cls(vocab, cdf, query_cdf, centroids, cluster_cdf, topic_words, dim)
-
-    def _ranks(self, rng: np.random.Generator, n: int, cdf: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-        return np.minimum(np.searchsorted(cdf, rng.random(n), side="right"), len(self.vocab) - 1)
-
-    def _clusters(self, rng: np.random.Generator, n: int) -> npt.NDArray[np.int64]:
-        found = np.searchsorted(self.cluster_cdf, rng.random(n), side="right")
-        return np.minimum(found, len(self.centroids) - 1)
-
-    def _vectors(self, rng: np.random.Generator, clusters: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-        noise = rng.standard_normal((len(clusters), self.dim), dtype=np.float32) * self.noise
-        v = self.centroids[clusters] + noise
-        unit: npt.NDArray[np.float32] = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
-        return unit
-
-    def _words(self, ranks: npt.NDArray[np.int64]) -> str:
-        return " ".join(self.vocab[ranks].tolist())
-
-    def batch(self, seed: int, first_doc: int, n_chunks: int,
-              now: datetime) -> tuple[list[DocumentWrite], int, int]:
-        """Documents totalling `n_chunks` chunks; also (documents, chunks passing the benchmark filter)."""
-        rng = np.random.default_rng(seed)
-        sizes: list[int] = []
-        total_sizes = 0
-        while total_sizes < n_chunks:
-            sizes.append(min(int(rng.geometric(0.2)), 12, n_chunks - total_sizes))
-            total_sizes += sizes[-1]
-        doc_clusters = self._clusters(rng, len(sizes))
-        chunk_clusters = np.repeat(doc_clusters, sizes)
-        lengths = rng.integers(80, 201, n_chunks)
-        total = int(lengths.sum())
-        ranks = self._ranks(rng, total, self.cdf)
-        topical = rng.random(total) < SYNTH_TOPIC_SHARE
-        picks = rng.integers(0, SYNTH_TOPIC_WORDS, total)
-        topic = self.topic_words[np.repeat(chunk_clusters, lengths), picks]
-        ranks = np.where(topical, topic, ranks)
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        vectors = self._vectors(rng, chunk_clusters)
-        writes: list[DocumentWrite] = []
-        passing = 0
-        c = 0
-        for d, size in enumerate(sizes):
-            cluster = int(doc_clusters[d])
-            family = _FAMILIES[int(rng.integers(len(_FAMILIES)))] if rng.random() < 0.7 else None
-            labels = _LABEL_SETS[int(rng.choice(len(_LABEL_SETS), p=_LABEL_P))]
-            published = None if rng.random() < 0.1 else _EPOCH + timedelta(days=int(rng.integers(0, 7 * 365)))
-            expires = None
-            if rng.random() < 0.25:
-                expires = (published or _EPOCH) + timedelta(days=int(rng.integers(30, 1500)))
-            provenance = Provenance(
-                source_version=f"v{int(rng.integers(1, 9))}", published_at=published, expires_at=expires,
-                access_labels=labels, citation_uri=None,
-                authority_tier="official" if rng.random() < 0.5 else "community",
-                evidence_family=family, owner=f"team-{int(rng.integers(40)):02d}")
-            n_title = int(rng.integers(3, 8))
-            title_ranks = np.concatenate([self.topic_words[cluster, rng.integers(0, SYNTH_TOPIC_WORDS, 2)],
-                                          self._ranks(rng, n_title - 2, self.query_cdf)])
-            title = self._words(title_ranks).capitalize()
-            doc_id = f"{family or 'misc'}/doc-{first_doc + d:07d}.md"
-            doc_chunks = []
-            for i in range(size):
-                text = self._words(ranks[offsets[c + i]:offsets[c + i + 1]])
-                doc_chunks.append(Chunk(
-                    record_id=record_id(doc_id, i, text), doc_id=doc_id, chunk_index=i, source=doc_id,
-                    title=title, text=text, citation_anchor=None, span_start=0, span_end=len(text),
-                    content_hash=hashlib.sha256(text.encode()).hexdigest(), provenance=provenance,
-                    heading="", indexed_at=now))
-            if set(labels) & set(FILTER["access_labels"]) and (published is None or published <= now) and (
-                    expires is None or expires > now):
-                passing += size
-            digest = hashlib.sha256(f"{doc_id}\x00{seed}".encode()).hexdigest()
-            writes.append(DocumentWrite(doc_id, doc_id, digest, tuple(doc_chunks), vectors[c:c + size]))
-            c += size
-        return writes, len(sizes), passing
-
-    def queries(self, seed: int, n: int) -> list[tuple[str, Vectors]]:
-        """3-8 words: 1-2 topic words of one cluster, the rest Zipfian without the head; a vector near
-        the same cluster's centroid."""
-        rng = np.random.default_rng(seed)
-        clusters = self._clusters(rng, n)
-        vectors = self._vectors(rng, clusters)
-        out: list[tuple[str, Vectors]] = []
-        seen: set[str] = set()
-        for i in range(n):
-            n_words = int(rng.integers(3, 9))
-            n_topic = int(rng.integers(1, 3))
-            topical = self.topic_words[clusters[i], rng.integers(0, SYNTH_TOPIC_WORDS, n_topic)]
-            ranks = np.concatenate([topical,
-                                    self._ranks(rng, n_words - n_topic, self.query_cdf)])
-            rng.shuffle(ranks)
-            text = self._words(ranks)
-            while text in seen:  # distinct texts: each maps to its own vector
-                text += " " + self._words(self._ranks(rng, 1, self.query_cdf))
-            seen.add(text)
-            out.append((text, vectors[i]))
-        return out
-
-
+# ---- part 3: the synthetic corpus (evidex.evaluation.synthetic) ------------------------------------
 def _synthetic_part(config: Config, *, n_chunks: int, queries: int, work: Path, seed: int, log: Log,
                     batch_chunks: int) -> tuple[dict[str, Any], SqliteStore, list[str]]:
     started = time.perf_counter()
-    gen = _Synthetic.create(seed)
+    gen = SyntheticCorpus.create(seed)
     setup_s = time.perf_counter() - started
     index_dir = work / "synthetic-index"
     store = SqliteStore(index_dir, title_weight=config.retrieval.title_weight)
