@@ -39,3 +39,22 @@ def test_the_hop_is_missing_without_it_and_is_not_a_focus_to_search_for(tmp_path
     cov, rec = _coverage(tmp_path / "unlinked", [FILM, OTHER])
     assert HOP_ASPECT in cov["aspects_missing"]
     assert HOP_ASPECT not in rec.focus  # type: ignore[attr-defined]
+
+
+def test_a_relative_clause_without_a_named_start_is_no_hop(tmp_path: Path) -> None:
+    """"a release that is already serving traffic" describes; there is no named entity to hop from, so the
+    coverage must not demand (and a re-query could not find) a page one hop away."""
+    release = make_chunk("release", "Roll back a bad release that is serving production traffic with the "
+                                    "deploy tool's rollback command.", title="Rollback")
+    store = counting_store(tmp_path / "plain", [release, OTHER])
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
+        outcome = run_search(parts, SearchRequest(
+            "What is the rollback procedure for a bad release that is already serving production traffic?",
+            mode=RetrievalMode.BM25))
+    finally:
+        store.close()
+    assert outcome.plan.chained and not outcome.plan.aspects
+    cov = coverage(outcome)
+    assert HOP_ASPECT not in cov["aspects_missing"] + cov["aspects_covered"]
+    assert recommend(outcome, cov, threshold=0.7, default_owner=None).action == "proceed"

@@ -104,9 +104,10 @@ HOP_ASPECT = "the entity the question describes (a further hop)"
 
 def coverage(outcome: SearchOutcome) -> dict[str, Any]:
     covered, missing = aspect_coverage(outcome)
-    if outcome.plan.chained:
+    if outcome.plan.chained and outcome.plan.aspects:
         # A nested question ("the country where the composer of X was born") also needs the evidence one hop
-        # away: a page reached by following a name out of the first evidence.
+        # away: a page reached by following a name out of the first evidence. Without a named starting
+        # point ("a release that is already serving traffic") a relative clause only describes; no hop.
         linked = any(dict(c.scores).get("linked", 0.0) > 0 for c in outcome.context)
         (covered if linked else missing).append(HOP_ASPECT)
     total = len(covered) + len(missing)
