@@ -134,10 +134,6 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
 
     weights_cfg = RerankWeights(ev.w_cross_encoder, ev.w_retrieval, ev.w_lexical, ev.w_title, ev.w_linked,
                                 ev.exact_token_bonus, ev.cross_encoder_top_n)
-    if not plan.families:
-        # No obligation to cover: the term-coverage signals have nothing to steer toward (measured: they cost
-        # SciFact's single-claim queries nDCG), so the order is retrieval's (plus a cross-encoder if any).
-        weights_cfg = dataclasses.replace(weights_cfg, lexical=0.0, title=0.0)
     reranker: dict[str, Any] = {"cross_encoder": None, "weights": {}}
     ranked = list(pool)
     if sw.rerank:

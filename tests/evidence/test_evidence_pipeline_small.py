@@ -125,14 +125,3 @@ def test_verification_of_a_page_without_source_version(make_engine: Callable[...
     second = engine.search_with_reasoning("rotate the transit key", principal=who, retrieved_at=at)
     assert second["evidence"][0]["chunks"][0]["status"] == "human-verified"
 
-
-def test_a_question_with_no_obligation_keeps_retrieval_order(search: Search) -> None:
-    """No aspect, no family: the term-coverage signals have nothing to steer toward, so the reranked order is
-    retrieval's own (only a cross-encoder could change it); with a plan they take part."""
-    plain = search(switches=StageSwitches.only("rerank"))
-    assert plain.plan.families == ()
-    assert plain.reranker["weights"]["lexical"] == 0.0 and plain.reranker["weights"]["title"] == 0.0
-    by_retrieval = sorted(plain.ranked_all, key=lambda c: (-dict(c.scores)["retrieval"], c.chunk.record_id))
-    assert ids(plain.ranked_all) == ids(by_retrieval)
-    planned = search(plan=RBAC_PLAN, switches=StageSwitches.only("rerank"))
-    assert planned.reranker["weights"]["lexical"] > 0 and planned.reranker["weights"]["title"] > 0
