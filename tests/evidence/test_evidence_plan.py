@@ -283,3 +283,11 @@ def test_round_trip_property(question: str, focus: str | None) -> None:
 
 
 _SHAPES = shapes_from_config(load_config(SAMPLE_CONFIG, env={}))
+
+
+def test_a_statement_is_never_chained() -> None:
+    """A claim to verify asks for no unnamed entity: its relative phrases describe, they are not hops."""
+    assert not is_chained("Glycolysis is one of the primary glycometabolic pathways in cells.")
+    assert not is_chained("The gene that encodes the protein of the cluster is expressed in the liver")
+    assert is_chained("Which pathway is one of the primary glycometabolic pathways in cells?")
+    assert is_chained("In what county is the city where Harris W. Fawell was born")  # a question without '?'

@@ -242,10 +242,16 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
 _RELATIVE = re.compile(r"\b(?:who|whom|whose|where|which|that|when)\b|\bof\s+(?:the|a|an)\b", re.I)
 
 
+_ASKS = re.compile(r"\?\s*$|^\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|"
+                   r"could|should|would|will|in what|in which|at what|on what|from where)\b", re.I)
+
+
 def is_chained(question: str) -> bool:
     """A question composed by nesting ("the country where the composer of X was born") rather than by
-    conjunction ("how do I A, and how do I B"): one clause that describes what it asks about."""
-    return len(sub_questions(question)) <= 1 and _RELATIVE.search(question) is not None
+    conjunction ("how do I A, and how do I B"): one clause that describes what it asks about. A statement
+    ("glycolysis is one of the primary pathways") asks for no unnamed entity, so it is never chained."""
+    return (_ASKS.search(question) is not None and len(sub_questions(question)) <= 1
+            and _RELATIVE.search(question) is not None)
 
 
 def focus_plan(plan: EvidencePlan, aspect_focus: str | None) -> EvidencePlan:
