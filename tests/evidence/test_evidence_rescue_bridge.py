@@ -130,6 +130,16 @@ def test_bridge_entities_skip_names_the_question_already_has() -> None:
     assert "Corliss Archer" not in [n for n, _ in names]
 
 
+def test_bridge_follows_names_in_the_sentence_that_answers_the_question_first() -> None:
+    airport = make_chunk("airport", "Fort Dodge and Garden City run shuttles. Dodge City Regional Airport is "
+                                    "located in Ford County, Kansas, and served by American Eagle.",
+                         title="Dodge City Regional Airport")
+    names = [n for n, _ in bridge_entities("Where is the state where Dodge City Regional Airport is located?",
+                                           [cand(airport, 1.0)], max_entities=3)]
+    # the "located" sentence shares the question's words: its names come before the earlier sentence's
+    assert names == ["Ford County", "Kansas", "American Eagle"]
+
+
 def test_titled() -> None:
     assert titled(cand(TEMPLE, 0.1), "Shirley Temple")
     assert titled(cand(FILM, 0.1), "Kiss and Tell")  # the "(film)" qualifier is ignored

@@ -8,6 +8,7 @@ candidate. At most `max_entities` searches per request; never a loop.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ def bridge_entities(question: str, top: Sequence[Candidate], max_entities: int) 
     out: list[tuple[str, str]] = []
     for c in top:
         own_title = frozenset(terms(c.chunk.title))
-        for name in entity_spans(c.chunk.text):
+        for name in _names_by_relevance(c.chunk.text, q_terms):
             t = frozenset(terms(name))
             if not t or t <= q_terms or t == own_title or any(t == s for s in seen):
                 continue
@@ -47,6 +48,19 @@ def bridge_entities(question: str, top: Sequence[Candidate], max_entities: int) 
             if len(out) >= max_entities:
                 return out
     return out
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _names_by_relevance(text: str, q_terms: set[str]) -> list[str]:
+    """The names of `text`, those in sentences sharing more of the question's terms first (in text order
+    otherwise): the sentence that answers the question names the next hop."""
+    scored = []
+    for i, sentence in enumerate(_SENTENCE.split(text)):
+        overlap = len(q_terms & set(terms(sentence)))
+        scored.extend((-overlap, i, j, name) for j, name in enumerate(entity_spans(sentence)))
+    return [name for *_, name in sorted(scored)]
 
 
 def titled(candidate: Candidate, entity: str) -> bool:
