@@ -56,7 +56,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 def _names_by_relevance(text: str, q_terms: set[str]) -> list[str]:
     """The names of `text`, those in sentences sharing more of the question's terms first (in text order
     otherwise): the sentence that answers the question names the next hop."""
-    scored = []
+    scored: list[tuple[int, int, int, str]] = []
     for i, sentence in enumerate(_SENTENCE.split(text)):
         overlap = len(q_terms & set(terms(sentence)))
         scored.extend((-overlap, i, j, name) for j, name in enumerate(entity_spans(sentence)))
