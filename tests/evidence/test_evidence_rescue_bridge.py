@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from evidex.admission.gate import AdmissionGate, Principal
 from evidex.config import Config
-from evidex.evidence.bridge import bridge, bridge_entities, titled
+from evidex.evidence.bridge import bridge, bridge_entities, named, titled
 from evidex.evidence.plan import RequiredFamily, explicit_plan
 from evidex.evidence.rescue import rescue
 from evidex.pipeline import HOP_OBLIGATION, PipelineParts, SearchRequest, run_search
@@ -140,6 +140,14 @@ def test_bridge_follows_names_in_the_sentence_that_answers_the_question_first() 
     assert names == ["Ford County", "Kansas", "American Eagle"]
 
 
+def test_named_is_the_exact_page_titled_is_any_page_about_it() -> None:
+    ellis = cand(make_chunk("ellis", "Ellis is a city.", title="Ellis, Kansas"), 0.1)
+    kansas = cand(make_chunk("kansas", "Kansas is a state.", title="Kansas"), 0.1)
+    assert named(kansas, "Kansas") and not named(ellis, "Kansas")
+    assert titled(ellis, "Kansas")
+    assert named(cand(FILM, 0.1), "Kiss and Tell")  # the "(film)" qualifier is ignored
+
+
 def test_titled() -> None:
     assert titled(cand(TEMPLE, 0.1), "Shirley Temple")
     assert titled(cand(FILM, 0.1), "Kiss and Tell")  # the "(film)" qualifier is ignored
@@ -239,5 +247,28 @@ def test_a_nested_question_reserves_the_page_one_hop_away(tmp_path: Path) -> Non
     assert outcome.plan.chained
     assert "temple" not in ids(without.ranked[:3])  # by score alone the hop does not make the top k
     assert "temple" in ids(outcome.context)
+    reserve_stage = next(s for s in outcome.trace.stages if s.name == "reserve")
+    assert reserve_stage.decisions["reserved"][HOP_OBLIGATION] == "temple"
+
+
+def test_the_hop_reserved_is_the_page_named_by_the_followed_name(tmp_path: Path) -> None:
+    """"Shirley Temple filmography" is titled by the name too, and repeats the question's words; the page
+    named exactly "Shirley Temple" is still the one reserved as the hop."""
+    filmography = make_chunk("filmography", "Films of the woman who portrayed Corliss Archer in Kiss and Tell, "
+                                            "with each government position she held listed too.",
+                             doc_id="filmography", title="Shirley Temple filmography")
+    others = [make_chunk(f"other-{i}", f"Tomatoes need sun, water and care, note {i}.", doc_id=f"other-{i}",
+                         title=f"garden note {i}") for i in range(12)]
+    store = counting_store(tmp_path / "named", [FILM, TEMPLE, filmography, *others])
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
+        outcome = run_search(parts, SearchRequest(CHAINED, k=3, mode=RetrievalMode.BM25))
+    finally:
+        store.close()
+    linked = {r for s in next(s for s in outcome.trace.stages if s.name == "rescue").decisions["bridges"]
+              for r in s["linked"]}
+    assert {"temple", "filmography"} <= linked
+    by_id = {c.chunk.record_id: c.score for c in outcome.ranked_all}
+    assert by_id["filmography"] > by_id["temple"]  # by score alone the filmography would be the hop
     reserve_stage = next(s for s in outcome.trace.stages if s.name == "reserve")
     assert reserve_stage.decisions["reserved"][HOP_OBLIGATION] == "temple"

@@ -25,9 +25,11 @@ class BridgeSearch:
     hits: int
     linked: tuple[str, ...]  # record ids whose title is the entity
     ms: float
+    named: tuple[str, ...] = ()  # of those, the pages named exactly by the entity
 
     def to_dict(self) -> dict[str, object]:
-        return {"entity": self.entity, "from": self.from_record, "hits": self.hits, "linked": list(self.linked)}
+        return {"entity": self.entity, "from": self.from_record, "hits": self.hits, "linked": list(self.linked),
+                "named": list(self.named)}
 
 
 def bridge_entities(question: str, top: Sequence[Candidate], max_entities: int) -> list[tuple[str, str]]:
@@ -61,6 +63,13 @@ def _names_by_relevance(text: str, q_terms: set[str]) -> list[str]:
         overlap = len(q_terms & set(terms(sentence)))
         scored.extend((-overlap, i, j, name) for j, name in enumerate(entity_spans(sentence)))
     return [name for *_, name in sorted(scored)]
+
+
+def named(candidate: Candidate, entity: str) -> bool:
+    """The candidate's page is named by the entity itself: its title, less a qualifier ("(film)", ", Kansas"),
+    has exactly the entity's terms."""
+    title = candidate.chunk.title.split(" (")[0].split(", ")[0]
+    return set(terms(title)) == set(terms(entity)) != set()
 
 
 def titled(candidate: Candidate, entity: str) -> bool:
@@ -98,6 +107,7 @@ def bridge(store: Store, question: str, ranked: Sequence[Candidate], *, from_top
             added.extend(fresh)
             linked_now.extend(linked[:1])
             searches.append(BridgeSearch(entity, source, len(hits), tuple(c.chunk.record_id for c in linked),
-                                         (time.perf_counter() - started) * 1000))
+                                         (time.perf_counter() - started) * 1000,
+                                         tuple(c.chunk.record_id for c in linked if named(c, entity))))
         sources = linked_now
     return added, searches
