@@ -140,6 +140,13 @@ def test_bridge_follows_names_in_the_sentence_that_answers_the_question_first() 
     assert names == ["Ford County", "Kansas", "American Eagle"]
 
 
+def test_bridge_names_are_not_cut_at_an_initial() -> None:
+    page = make_chunk("fawell", "The papers were donated by Harris W. Fawell to North Central College.",
+                      title="Fawell papers")
+    names = [n for n, _ in bridge_entities("Where were the papers donated?", [cand(page, 1.0)], max_entities=3)]
+    assert names[:2] == ["Harris W Fawell", "North Central College"]
+
+
 def test_named_is_the_exact_page_titled_is_any_page_about_it() -> None:
     ellis = cand(make_chunk("ellis", "Ellis is a city.", title="Ellis, Kansas"), 0.1)
     kansas = cand(make_chunk("kansas", "Kansas is a state.", title="Kansas"), 0.1)

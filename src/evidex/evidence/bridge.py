@@ -8,12 +8,11 @@ candidate. At most `max_entities` searches per request; never a loop.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from evidex.evidence.plan import entity_spans, terms
+from evidex.evidence.plan import entity_spans, sentences, terms
 from evidex.stores.protocol import Store
 from evidex.types import Candidate, ScoredId
 
@@ -52,14 +51,11 @@ def bridge_entities(question: str, top: Sequence[Candidate], max_entities: int) 
     return out
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
 def _names_by_relevance(text: str, q_terms: set[str]) -> list[str]:
     """The names of `text`, those in sentences sharing more of the question's terms first (in text order
     otherwise): the sentence that answers the question names the next hop."""
     scored: list[tuple[int, int, int, str]] = []
-    for i, sentence in enumerate(_SENTENCE.split(text)):
+    for i, sentence in enumerate(sentences(text)):
         overlap = len(q_terms & set(terms(sentence)))
         scored.extend((-overlap, i, j, name) for j, name in enumerate(entity_spans(sentence)))
     return [name for *_, name in sorted(scored)]

@@ -155,13 +155,18 @@ _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "wh
                    "i", "my", "if", "and", "or", "for", "to", "of", "on", "at", "by", "from", "as", "with"}
 
 
-_SENTENCE_END = re.compile(r"(?:(?<=[?!])|(?<=" + _FULL_STOP + r"))\s+")
+_SENTENCE_END = re.compile(r"(?:(?<=[?!])|(?<=" + _FULL_STOP + r"))\s+|\n+")
 
 
-def entity_spans(question: str) -> list[str]:
+def sentences(text: str) -> list[str]:
+    """`text` split at sentence ends (not at an initial or abbreviation) and at line breaks."""
+    return [s for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def entity_spans(text: str) -> list[str]:
     """Capitalised word runs (with inner connectors such as 'of', 'and'): the named entities. A run never
     crosses a sentence end, and a sentence's first word is a name only if it looks like one."""
-    return [span for sentence in _SENTENCE_END.split(question) for span in _sentence_spans(sentence)]
+    return [span for sentence in sentences(text) for span in _sentence_spans(sentence)]
 
 
 def _sentence_spans(sentence: str) -> list[str]:
