@@ -10,7 +10,16 @@ import pytest
 
 from evidex.errors import StoreError
 from evidex.stores.sqlite import INDEX_FILE, SqliteStore
-from evidex.testing.store_contract import StoreContract, axis, batch, dead_letter, document, make_chunk
+from evidex.testing.store_contract import (
+    TITLE_WEIGHT_CASES,
+    StoreContract,
+    axis,
+    batch,
+    check_title_weight,
+    dead_letter,
+    document,
+    make_chunk,
+)
 
 
 class TestSqliteStore(StoreContract):
@@ -91,17 +100,13 @@ def test_a_second_connection_sees_new_commits(tmp_path: Path) -> None:
     writer.close()
 
 
-@pytest.mark.parametrize(("title_weight", "first"), [(10.0, "titled#0"), (0.1, "body#0")])
+@pytest.mark.parametrize(("title_weight", "first"), TITLE_WEIGHT_CASES)
 def test_title_weight_moves_title_matches(tmp_path: Path, title_weight: float, first: str) -> None:
     store = SqliteStore(tmp_path / "idx", title_weight=title_weight)
-    store.commit_batch(batch(
-        "b1",
-        document([make_chunk("titled", 0, "general notes about many other things", title="Zebra crossings")],
-                 [axis(0)]),
-        document([make_chunk("body", 0, "a zebra crossing is painted white", title="Road paint")],
-                 [axis(1)])))
-    assert store.search_sparse("zebra", 10)[0].record_id == first
-    store.close()
+    try:
+        check_title_weight(store, first)
+    finally:
+        store.close()
 
 
 def test_a_file_from_a_newer_schema_is_refused(tmp_path: Path) -> None:

@@ -30,9 +30,11 @@ from evidex.stores.sqlite import SqliteStore
 from evidex.testing.store_contract import (
     DIM,
     T0,
+    TITLE_WEIGHT_CASES,
     StoreContract,
     axis,
     batch,
+    check_title_weight,
     dead_letter,
     document,
     make_chunk,
@@ -362,18 +364,10 @@ def test_a_different_dimension_is_refused(open_store: Callable[..., MilvusStore]
         store.commit_batch(batch("b1", document([make_chunk("A", 0, "a")], [unit(1.0)[:4]])))
 
 
-@pytest.mark.parametrize(("title_weight", "first"), [(10.0, "titled#0"), (0.1, "body#0")])
+@pytest.mark.parametrize(("title_weight", "first"), TITLE_WEIGHT_CASES)
 def test_title_weight_moves_title_matches(open_store: Callable[..., MilvusStore], title_weight: float,
                                           first: str) -> None:
-    store = open_store(title_weight=title_weight)
-    store.commit_batch(batch(
-        "b1",
-        document([make_chunk("titled", 0, "general notes about many other things", title="Zebra crossings")],
-                 [axis(0)]),
-        document([make_chunk("body", 0, "a zebra crossing is painted white", title="Road paint")],
-                 [axis(1)])))
-    assert store.search_sparse("zebra", 10)[0].record_id == first
-    assert [h.record_id for h in store.search_sparse("zebra", 10, title_only=True)] == ["titled#0"]
+    check_title_weight(open_store(title_weight=title_weight), first)
 
 
 def test_from_config_opens_a_lite_file_in_the_index_directory(tmp_path: Path) -> None:

@@ -134,6 +134,22 @@ HOSTILE_QUERIES = [
 ]
 
 
+TITLE_WEIGHT_CASES = [(10.0, "titled#0"), (0.1, "body#0")]  # (title weight, the first "zebra" hit)
+
+
+def check_title_weight(store: Store, first: str) -> None:
+    """A backend built with a BM25 title weight ranks a title match first when the weight is high and a body
+    match first when it is low (see TITLE_WEIGHT_CASES); title-only search finds only the titled page."""
+    store.commit_batch(batch(
+        "b1",
+        document([make_chunk("titled", 0, "general notes about many other things", title="Zebra crossings")],
+                 [axis(0)]),
+        document([make_chunk("body", 0, "a zebra crossing is painted white", title="Road paint")],
+                 [axis(1)])))
+    assert store.search_sparse("zebra", 10)[0].record_id == first
+    assert [h.record_id for h in store.search_sparse("zebra", 10, title_only=True)] == ["titled#0"]
+
+
 def _ids(hits: Sequence[ScoredId]) -> list[str]:
     return [h.record_id for h in hits]
 
