@@ -75,6 +75,7 @@ class EvidenceConfig:
     bridge_from_top: int = 3  # candidates whose named entities are followed (0 = no bridging)
     bridge_max_searches: int = 4  # title look-ups of all hops together (2-8 measured: 4 best on MuSiQue, HotpotQA)
     bridge_hops: int = 1
+    name_lookups: int = 4  # title look-ups for named aspects with no page titled by them in the pool (0 = none)
     exact_token_bonus: float = 0.1
     cross_encoder_dir: str = ""  # a local sentence-transformers or ONNX cross-encoder; empty = none
     cross_encoder_top_n: int = 30

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from evidex.admission.gate import AdmissionGate, GateDecision, Principal
 from evidex.config import Config
 from evidex.evidence.assemble import expand_neighbours
-from evidex.evidence.bridge import BridgeSearch, bridge
+from evidex.evidence.bridge import BridgeSearch, bridge, named_pages
 from evidex.evidence.grade import Graded, GradeThresholds, grade
 from evidex.evidence.plan import EvidencePlan, QuestionShape, RequiredFamily, plan_question
 from evidex.evidence.rescue import rescue
@@ -151,7 +151,12 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             def sparse_candidates(h: list[ScoredId]) -> list[Candidate]:
                 return to_candidates(parts.store, fuse([h], [1.0], FusionMode.WEIGHTED), RetrievalMode.BM25)
 
-            added, attempts = rescue(parts.store, plan.families, ranked, wide_limit=ev.wide_limit,
+            # A named aspect's best evidence is the page it titles: found in the pool or by a title look-up.
+            name_pages, pages, lookups = named_pages(parts.store, plan.families, ranked, max_lookups=ev.name_lookups,
+                                                 limit=10, to_candidates=_readable(parts, request, retrieved_at,
+                                                                                   sparse_candidates))
+            plan = with_known_evidence(plan, pages)
+            added, attempts = rescue(parts.store, plan.families, [*ranked, *name_pages], wide_limit=ev.wide_limit,
                                      min_matches=ev.min_matches, base_filters=None, to_candidates=sparse_candidates)
             # Names are only followed out of text the requester may read: a restricted page must not steer
             # (or, through the trace, reveal) what else is found.
@@ -161,6 +166,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                 bridged, searches = _bridge(parts, request, ranked, retrieved_at, sparse_candidates)
             linked = frozenset(r for s in searches for r in s.linked)
             named = frozenset(r for s in searches for r in s.named)
+            added = [*name_pages, *added]
             known = {c.chunk.record_id for c in [*pool, *added]}
             bridged = [c for c in bridged if c.chunk.record_id not in known]
             if added or bridged or linked:
@@ -171,7 +177,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                 ranked = list(rerank(request.query, merged, weights_cfg, parts.cross_encoder, plan.aspects,
                                      linked).candidates) if sw.rerank else [*ranked, *extra]
             st.n_out = len(ranked)
-            st.decisions = {"searches": [a.to_dict() for a in attempts],
+            st.decisions = {"names": [s.to_dict() for s in lookups], "searches": [a.to_dict() for a in attempts],
                             "bridges": [b.to_dict() for b in searches]}
 
     decision: GateDecision | None = None
@@ -231,20 +237,42 @@ def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candi
     neither steer what else is found nor be named (by id) in the trace."""
     ev = parts.config.evidence
     sources = list(ranked[: ev.bridge_from_top * 2])
-    follow = sparse_candidates
     gate, who = parts.gate, request.principal
     if gate is not None and who is not None:
         sources = list(gate.admit(sources, who, retrieved_at).admitted)
-
-        def follow(hits: list[ScoredId]) -> list[Candidate]:
-            return list(gate.admit(sparse_candidates(hits), who, retrieved_at).admitted)
-
+    follow = _readable(parts, request, retrieved_at, sparse_candidates)
     return bridge(parts.store, request.query, sources, from_top=ev.bridge_from_top,
                   max_entities=ev.bridge_max_searches, limit=10, to_candidates=follow, hops=ev.bridge_hops)
 
 
 FOCUS_TOP = 3
 HOP_OBLIGATION = "(one hop away)"  # the reserve trace's name for the linked page a nested question needs
+
+
+ToCandidates = Callable[[list[ScoredId]], list[Candidate]]
+
+
+def _readable(parts: PipelineParts, request: SearchRequest, retrieved_at: datetime,
+              to_candidates: ToCandidates) -> ToCandidates:
+    """`to_candidates` limited to records the requester may read (a look-up must not reveal, even by id in
+    the trace, what the gate would reject)."""
+    gate, who = parts.gate, request.principal
+    if gate is None or who is None:
+        return to_candidates
+
+    def readable(hits: list[ScoredId]) -> list[Candidate]:
+        return list(gate.admit(to_candidates(hits), who, retrieved_at).admitted)
+
+    return readable
+
+
+def with_known_evidence(plan: EvidencePlan, pages: dict[str, tuple[str, ...]]) -> EvidencePlan:
+    """`plan` with each named aspect's pages as its known best evidence."""
+    if not pages:
+        return plan
+    families = tuple(dataclasses.replace(f, record_ids=tuple(dict.fromkeys([*f.record_ids, *pages[f.name]])))
+                     if f.name in pages else f for f in plan.families)
+    return dataclasses.replace(plan, families=families)
 
 
 def with_focus_hits(plan: EvidencePlan, focus: str, record_ids: tuple[str, ...]) -> EvidencePlan:

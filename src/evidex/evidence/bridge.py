@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from evidex.evidence.plan import entity_spans, sentences, terms
+from evidex.evidence.plan import RequiredFamily, entity_spans, sentences, terms
 from evidex.stores.protocol import Store
 from evidex.types import Candidate, ScoredId
 
@@ -107,3 +107,33 @@ def bridge(store: Store, question: str, ranked: Sequence[Candidate], *, from_top
                                          tuple(c.chunk.record_id for c in linked if named(c, entity))))
         sources = linked_now
     return added, searches
+
+
+def named_pages(store: Store, families: Sequence[RequiredFamily], ranked: Sequence[Candidate], *,
+                max_lookups: int, limit: int, to_candidates: Callable[[list[ScoredId]], list[Candidate]]
+                ) -> tuple[list[Candidate], dict[str, tuple[str, ...]], list[BridgeSearch]]:
+    """The pages a named aspect titles ("Pod Security Standards" for "Pod Security Standard"): its best
+    evidence, better than a page that only mentions the name. Taken from the pool, else looked up with one
+    title search per name, at most `max_lookups` in all. Returns the candidates added, the record ids named
+    per aspect, and the look-ups made."""
+    have = {c.chunk.record_id for c in ranked}
+    added: list[Candidate] = []
+    pages: dict[str, tuple[str, ...]] = {}
+    searches: list[BridgeSearch] = []
+    for family in families:
+        if not family.entity:
+            continue
+        found = [c for c in ranked if named(c, family.name)]
+        if not found and len(searches) < max_lookups:
+            started = time.perf_counter()
+            hits = store.search_sparse(family.name, limit, title_only=True)
+            found = [c for c in to_candidates(hits) if named(c, family.name)]
+            fresh = [c for c in found if c.chunk.record_id not in have]
+            have.update(c.chunk.record_id for c in fresh)
+            added.extend(fresh)
+            found_ids = tuple(c.chunk.record_id for c in found)
+            searches.append(BridgeSearch(family.name, "(question)", len(hits), found_ids,
+                                         (time.perf_counter() - started) * 1000, found_ids))
+        if found:
+            pages[family.name] = tuple(c.chunk.record_id for c in found)
+    return added, pages, searches

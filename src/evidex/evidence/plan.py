@@ -79,15 +79,17 @@ class RequiredFamily:
     source_regex: str | None = None
     doc_ids: tuple[str, ...] = ()
     aspect_terms: tuple[str, ...] = ()
-    record_ids: tuple[str, ...] = ()  # the best hits of a focused search for this aspect
+    record_ids: tuple[str, ...] = ()  # known best evidence: a focused search's best hits, the pages the name titles
     min_term_share: float = 0.6
+    entity: bool = False  # the aspect is a name (not a phrase): a page titled by it is its best evidence
 
     def matches(self, chunk: Chunk) -> bool:
         return self.match_score(chunk) >= self.min_term_share
 
     def match_score(self, chunk: Chunk) -> float:
-        """1.0 for a member by label, document or source; for an aspect, the share of its terms the
-        chunk contains (title terms count extra: a chunk titled by the aspect is about it)."""
+        """1.0 for a member by label, document or source; 2.0 for a record known to be the aspect's best
+        evidence; otherwise the share of the aspect's terms the chunk contains (title terms count extra: a
+        chunk titled by the aspect is about it)."""
         if self.label is not None and chunk.provenance.evidence_family == self.label:
             return 1.0
         if self.doc_ids and chunk.doc_id in self.doc_ids:
@@ -95,7 +97,7 @@ class RequiredFamily:
         if self.source_regex is not None and re.search(self.source_regex, chunk.source):
             return 1.0
         if chunk.record_id in self.record_ids:
-            return 1.0
+            return 2.0
         if not self.aspect_terms:
             return 0.0
         have, title = chunk_terms(chunk)
@@ -117,6 +119,8 @@ class RequiredFamily:
             d["doc_ids"] = list(self.doc_ids)
         if self.aspect_terms:
             d["aspect_terms"] = list(self.aspect_terms)
+        if self.entity:
+            d["entity"] = True
         return d
 
 
@@ -232,6 +236,7 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     clauses = parts if len(parts) > 1 else []
     unique: list[str] = []
     seen_terms: list[frozenset[str]] = []
+    entities = {*identifiers, *multi, *single}
     for a in [*identifiers, *multi, *clauses, *single]:
         t = frozenset(terms(a))
         if not t or any(t <= s for s in seen_terms):  # nothing new: already an obligation
@@ -239,7 +244,8 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
         unique.append(a)
         seen_terms.append(t)
     unique = unique[:max_aspects]
-    families = tuple(RequiredFamily(name=a, rescue_query=a, aspect_terms=terms(a)) for a in unique)
+    families = tuple(RequiredFamily(name=a, rescue_query=a, aspect_terms=terms(a), entity=a in entities)
+                     for a in unique)
     source = PlanSource.AUTO if families else PlanSource.NONE
     return EvidencePlan(families=families, aspects=tuple(unique), source=source, chained=is_chained(question))
 
@@ -317,7 +323,7 @@ def plan_from_dict(data: dict[str, Any]) -> EvidencePlan:
     families = tuple(
         RequiredFamily(name=f["name"], rescue_query=f["rescue_query"], label=f.get("label"),
                        source_regex=f.get("source_regex"), doc_ids=tuple(f.get("doc_ids", ())),
-                       aspect_terms=tuple(f.get("aspect_terms", ())))
+                       aspect_terms=tuple(f.get("aspect_terms", ())), entity=bool(f.get("entity", False)))
         for f in data.get("families", ()))
     return EvidencePlan(families=families, aspects=tuple(data.get("aspects", ())),
                         source=PlanSource(data.get("source", "caller")), shape=data.get("shape"),

@@ -31,7 +31,10 @@ def reserve(ranked: Sequence[Candidate], families: Sequence[RequiredFamily], k: 
     for family in families:
         if len(chosen) >= k:
             break
-        already = next((c for c in chosen.values() if family.matches(c.chunk)), None)
+        # A family whose best evidence is known (a page its name titles) is met only by that evidence.
+        known = family.record_ids
+        already = next((c for c in chosen.values() if (c.chunk.record_id in known if known
+                                                        else family.matches(c.chunk))), None)
         if already is not None:
             reserved[family.name] = already.chunk.record_id
             continue

@@ -1,0 +1,105 @@
+"""A named aspect's best evidence is the page its name titles: taken from the pool, else found with one
+bounded title look-up, and reserved ahead of a page that only mentions the name. On a real SqliteStore
+that records its searches."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from evidence_support import CountingStore, cand, constant_encoder, counting_store, ids, make_chunk, sparse_candidates
+
+from evidex.config import Config
+from evidex.evidence.bridge import named_pages
+from evidex.evidence.plan import RequiredFamily, auto_plan
+from evidex.evidence.reserve import reserve
+from evidex.pipeline import PipelineParts, SearchRequest, run_search
+from evidex.types import RetrievalMode
+
+STANDARDS = make_chunk("pss", "Three profiles: privileged, baseline and restricted. Restricted forbids host mounts.",
+                       title="Pod Security Standards")
+CLUSTER_LEVEL = make_chunk("cluster-pss", "Apply the Pod Security Standard to every namespace of the cluster "
+                           "with an admission configuration; Pod Security Standard labels per namespace.",
+                           title="Apply Pod Security Standards at the Cluster Level")
+VOLUMES = make_chunk("volumes", "A hostPath volume mounts a file or directory from the host node.",
+                     title="Volumes")
+GARDEN = make_chunk("garden", "Tomatoes need sun and water every day.", title="Gardening")
+CORPUS = [STANDARDS, CLUSTER_LEVEL, VOLUMES, GARDEN]
+
+PSS = RequiredFamily("Pod Security Standard", "Pod Security Standard",
+                     aspect_terms=("pod", "security", "standard"), entity=True)
+PHRASE = RequiredFamily("which levels refuse a pod", "which levels refuse a pod",
+                        aspect_terms=("level", "refuse", "pod"))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[CountingStore]:
+    s = counting_store(tmp_path / "idx", CORPUS)
+    yield s
+    s.close()
+
+
+def test_a_named_page_outside_the_pool_is_looked_up_once_by_title(store: CountingStore) -> None:
+    pool = [cand(CLUSTER_LEVEL, 0.9), cand(VOLUMES, 0.8)]
+    added, pages, lookups = named_pages(store, [PSS, PHRASE], pool, max_lookups=4, limit=10,
+                                        to_candidates=sparse_candidates(store))
+    assert ids(added) == ["pss"]  # "Pod Security Standards" is named by the aspect; the cluster page is not
+    assert pages == {"Pod Security Standard": ("pss",)}
+    assert [(c.query, c.title_only) for c in store.sparse_calls] == [("Pod Security Standard", True)]
+    assert [s.entity for s in lookups] == ["Pod Security Standard"]  # a phrase is never looked up
+
+
+def test_a_named_page_already_in_the_pool_costs_no_search(store: CountingStore) -> None:
+    pool = [cand(CLUSTER_LEVEL, 0.9), cand(STANDARDS, 0.2)]
+    added, pages, lookups = named_pages(store, [PSS], pool, max_lookups=4, limit=10,
+                                        to_candidates=sparse_candidates(store))
+    assert added == [] and lookups == [] and store.sparse_calls == []
+    assert pages == {"Pod Security Standard": ("pss",)}
+
+
+def test_look_ups_are_bounded(store: CountingStore) -> None:
+    names = [RequiredFamily(f"Name{i}", f"Name{i}", aspect_terms=(f"name{i}",), entity=True) for i in range(6)]
+    _, _, lookups = named_pages(store, names, [], max_lookups=2, limit=10, to_candidates=sparse_candidates(store))
+    assert len(lookups) == 2 and len(store.sparse_calls) == 2
+
+
+def test_reserve_prefers_the_named_page_over_a_chosen_page_that_only_mentions_the_name() -> None:
+    known = RequiredFamily(PSS.name, PSS.rescue_query, aspect_terms=PSS.aspect_terms, entity=True,
+                           record_ids=("pss",))
+    ranked = [cand(CLUSTER_LEVEL, 0.9), cand(VOLUMES, 0.8), cand(GARDEN, 0.5), cand(STANDARDS, 0.1)]
+    without = reserve(ranked, [PSS], k=2)
+    assert "pss" not in ids(without.chunks)  # the cluster page meets the aspect by its words
+    with_known = reserve(ranked, [known], k=2)
+    assert with_known.reserved == {PSS.name: "pss"}
+    assert ids(with_known.chunks) == ["cluster-pss", "pss"]
+
+
+def test_auto_plan_marks_names_not_clauses_as_entities() -> None:
+    plan = auto_plan("What are the risks of mounting a hostPath volume, and which Pod Security Standard levels "
+                     "would refuse such a pod?")
+    kinds = {f.name: f.entity for f in plan.families}
+    assert kinds == {"hostPath": True, "Pod Security Standard": True,
+                     "What are the risks of mounting a hostPath volume": False,
+                     "which Pod Security Standard levels would refuse such a pod": False}
+
+
+def test_the_pipeline_reserves_the_named_page_found_by_look_up(tmp_path: Path) -> None:
+    fillers = [make_chunk(f"fill-{i}", f"Pod Security Standard levels refuse a pod that mounts a hostPath volume, "
+                                       f"part {i}.", title=f"Pod Security Standard admission notes {i}")
+               for i in range(6)]
+    store = counting_store(tmp_path / "pipe", [*CORPUS, *fillers])
+    try:
+        config = Config().replace(evidence={"pool_size": 3})  # the named page falls outside the pool
+        parts = PipelineParts(store=store, encode=constant_encoder, config=config)
+        question = "Which Pod Security Standard levels would refuse a pod that mounts a hostPath volume?"
+        outcome = run_search(parts, SearchRequest(question, k=3, mode=RetrievalMode.BM25))
+        assert "pss" in ids(outcome.context)
+        rescue_stage = next(s for s in outcome.trace.stages if s.name == "rescue")
+        found = {n["entity"]: n["named"] for n in rescue_stage.decisions["names"]}
+        assert found["Pod Security Standard"] == ["pss"]
+        assert found["hostPath"] == []  # looked up (no page in the pool is titled by it), none found
+        reserve_stage = next(s for s in outcome.trace.stages if s.name == "reserve")
+        assert reserve_stage.decisions["reserved"]["Pod Security Standard"] == "pss"
+    finally:
+        store.close()
