@@ -67,6 +67,11 @@ def test_sentence_start_word_is_not_a_name() -> None:
     assert entity_spans("Restart the Tidepool proxy.") == ["Tidepool"]
 
 
+def test_a_lone_letter_or_number_is_not_an_aspect() -> None:
+    assert auto_plan("Hypertension is frequently observed in type 1 diabetes patients.").aspects == ()
+    assert auto_plan("Do regulatory T cells respond to IL2?").aspects == ("IL2",)
+
+
 def test_sentence_start_after_a_full_stop_is_not_a_name() -> None:
     assert "Restart" not in entity_spans("Read the runbook. Restart pods quickly.")
 

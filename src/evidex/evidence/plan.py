@@ -231,7 +231,8 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     identifiers.extend(m.group(1) for m in _IDENT.finditer(plain) if not m.group(1).replace(".", "").isdigit())
     names = [part for span in entity_spans(plain) for part in _split_conjoined(span)]
     multi = [n for n in names if len(n.split()) > 1]
-    single = [n for n in names if len(n.split()) == 1]
+    # A lone letter or number ("T cells", "type 1 diabetes") names nothing on its own.
+    single = [n for n in names if len(n.split()) == 1 and len(n) > 1 and not n.isdigit()]
     parts = sub_questions(plain)
     clauses = parts if len(parts) > 1 else []
     unique: list[str] = []
