@@ -19,7 +19,7 @@ import numpy as np
 
 from evidex.config import load_config
 from evidex.evaluation.datasets import load_beir, load_questions
-from evidex.evaluation.metrics import spearman
+from evidex.evaluation.metrics import spearman, spearman_ceiling
 from evidex.evaluation.runner import open_eval_engine
 from evidex.evaluation.signal_check import quality
 from evidex.pipeline import SearchRequest
@@ -104,9 +104,11 @@ def main() -> None:
             preds[held] = predict(fit((xt - m) / s, yt), (xs[held] - m) / s)
         cv = spearman(list(preds), list(ys))
         report[name] = {"questions": len(xs), "spearman_in_sample": round(in_sample or 0, 4),
-                        "spearman_cv": round(cv or 0, 4)}
+                        "spearman_cv": round(cv or 0, 4),
+                        "spearman_ceiling": round(spearman_ceiling(list(ys)) or 0, 4)}
         r = report[name]
-        print(f"{name}: Spearman in-sample {r['spearman_in_sample']}, 2-fold CV {r['spearman_cv']}")
+        print(f"{name}: Spearman in-sample {r['spearman_in_sample']}, 2-fold CV {r['spearman_cv']} "
+              f"(a perfect predictor without ties: {r['spearman_ceiling']})")
     pooled = spearman(list(predict(w, (x - mean) / std)), list(y))
     report["pooled"] = {"questions": len(x), "spearman_in_sample": round(pooled or 0, 4)}
     print(f"pooled: Spearman in-sample {report['pooled']['spearman_in_sample']}")

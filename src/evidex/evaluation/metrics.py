@@ -100,3 +100,24 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     if vx == 0 or vy == 0:
         return None
     return cov / math.sqrt(vx * vy)
+
+
+def spearman_ceiling(y: Sequence[float]) -> float | None:
+    """The Spearman correlation with `y` of a perfect predictor that never ties: one that orders every
+    question by its true quality and breaks quality ties arbitrarily. When most of `y` is tied (nearly every
+    answer complete), even this predictor stays far below 1: a bound on what any continuous score can reach."""
+    strict = [0.0] * len(y)
+    for position, i in enumerate(sorted(range(len(y)), key=lambda i: y[i])):
+        strict[i] = float(position)
+    return spearman(strict, y)
+
+
+def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
+    """Probability that a positive outranks a negative (ties count half); None without both classes."""
+    pos = [s for s, p in zip(scores, positive, strict=True) if p]
+    neg = [s for s, p in zip(scores, positive, strict=True) if not p]
+    if not pos or not neg:
+        return None
+    ranks = _ranks([*pos, *neg])
+    u = sum(ranks[: len(pos)]) - len(pos) * (len(pos) + 1) / 2
+    return u / (len(pos) * len(neg))

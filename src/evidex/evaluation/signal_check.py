@@ -1,7 +1,9 @@
 """Validation of the agent signals against the evaluation truth (issue: signals must predict quality).
 
 - confidence_spearman: rank correlation between `confidence` and each question's quality (family recall
-  at k for questions files, nDCG@10 for BEIR sets);
+  at k for questions files, nDCG@10 for BEIR sets); confidence_spearman_ceiling: what a perfect predictor
+  that never ties would reach on the same qualities (far below 1 when nearly every answer is complete);
+  confidence_auroc: how often a complete answer gets a higher confidence than an incomplete one;
 - coverage_precision / coverage_recall: the coverage detector says "complete" (every planned aspect and
   family covered) — how often is every gold family (every relevant document, for BEIR sets) really in the
   top k, and how many complete answers does it recognise;
@@ -45,8 +47,12 @@ def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float, bool]]) 
     when_incomplete = [a for a, t in zip(action, is_complete, strict=True) if not t]
     when_complete = [a for a, t in zip(action, is_complete, strict=True) if t]
     rho = metrics.spearman(conf, qual)
+    ceiling = metrics.spearman_ceiling(qual)
+    auc = metrics.auroc(conf, is_complete)
     return {
         "confidence_spearman": None if rho is None else round(rho, 4),
+        "confidence_spearman_ceiling": None if ceiling is None else round(ceiling, 4),
+        "confidence_auroc": None if auc is None else round(auc, 4),
         "coverage_precision": ratio(tp, sum(says_complete)),
         "coverage_recall": ratio(tp, sum(is_complete)),
         "requery_when_incomplete": ratio(sum(1 for a in when_incomplete if a != "proceed"), len(when_incomplete)),
