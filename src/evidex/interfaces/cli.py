@@ -25,7 +25,7 @@ from evidex.engine import Engine, configured_embedder
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
 from evidex.evidence.plan import plan_from_dict
 from evidex.ingest.provenance import format_time, parse_time
-from evidex.interfaces.render import render_result
+from evidex.interfaces.render import render_eval, render_result
 from evidex.result import decision_json, first_difference
 from evidex.types import Candidate, RetrievalMode
 
@@ -289,24 +289,7 @@ def eval_cmd(
             raise typer.BadParameter(str(exc)) from None
         finally:
             engine.close()
-    table = Table("pipeline", f"family recall@{k}", f"all found@{k}", "nDCG@10", "recall@100", "MRR",
-                  "p50 ms", "p95 ms", title=f"{len(qs)} questions, plan={plan}")
-    def fmt(value: float | None) -> str:
-        return "-" if value is None else f"{value:.3f}"
-
-    for name, row in report["pipelines"].items():
-        table.add_row(name, fmt(row["family_recall"]), fmt(row["all_found"]), fmt(row["ndcg@10"]),
-                      fmt(row["recall@100"]), fmt(row["mrr"]), f"{row['latency_ms']['p50']:.1f}",
-                      f"{row['latency_ms']['p95']:.1f}")
-    out.print(table)
-    if report.get("gate"):
-        gate_table = Table("pipeline", "leaks", "admissible family recall", "found-but-rejected (reported/expected)",
-                           "reject reasons", title=f"through the gate: {report['gate']}")
-        for name, row in report["pipelines"].items():
-            fbr = row["found_but_rejected"]
-            gate_table.add_row(name, str(row["leaks"]), fmt(row["admissible_family_recall"]),
-                               f"{fbr['reported']}/{fbr['expected']}", json.dumps(row["reject_reasons"]))
-        out.print(gate_table)
+    render_eval(out, report)
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         out.print(f"wrote {json_path}")

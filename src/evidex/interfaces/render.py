@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.console import Console
@@ -71,3 +72,39 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
     latency = result["cost"]["latency_ms"]
     stages = " ".join(f"{k} {v:.1f}" for k, v in latency.items() if k != "total")
     console.print(f"[dim]latency {latency['total']:.1f} ms ({stages})[/]")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def render_eval(console: Console, report: dict[str, Any]) -> None:
+    """`evidex eval`'s report: quality and latency per pipeline; the gate audit and the agent-signal
+    validation where the run has them."""
+    k = report["k"]
+    pipelines: dict[str, dict[str, Any]] = report["pipelines"]
+    table = Table("pipeline", f"family recall@{k}", f"all found@{k}", "nDCG@10", "recall@100", "MRR",
+                  "p50 ms", "p95 ms", title=f"{report['questions']} questions, plan={report['plan']}")
+    for name, row in pipelines.items():
+        table.add_row(name, _fmt(row["family_recall"]), _fmt(row["all_found"]), _fmt(row["ndcg@10"]),
+                      _fmt(row["recall@100"]), _fmt(row["mrr"]), f"{row['latency_ms']['p50']:.1f}",
+                      f"{row['latency_ms']['p95']:.1f}")
+    console.print(table)
+    if report.get("gate"):
+        gate = Table("pipeline", "leaks", "admissible family recall", "found-but-rejected (reported/expected)",
+                     "reject reasons", title=f"through the gate: {report['gate']}")
+        for name, row in pipelines.items():
+            fbr = row["found_but_rejected"]
+            gate.add_row(name, str(row["leaks"]), _fmt(row["admissible_family_recall"]),
+                         f"{fbr['reported']}/{fbr['expected']}", json.dumps(row["reject_reasons"]))
+        console.print(gate)
+    with_signals = {name: row["signals"] for name, row in pipelines.items() if "signals" in row}
+    if with_signals:
+        signals = Table("pipeline", "confidence Spearman", "ceiling (no ties)", "confidence AUROC",
+                        "coverage precision", "coverage recall", "re-query when incomplete",
+                        title="agent signals against the truth")
+        for name, sig in with_signals.items():
+            signals.add_row(name, _fmt(sig["confidence_spearman"]), _fmt(sig["confidence_spearman_ceiling"]),
+                            _fmt(sig["confidence_auroc"]), _fmt(sig["coverage_precision"]),
+                            _fmt(sig["coverage_recall"]), _fmt(sig["requery_when_incomplete"]))
+        console.print(signals)
