@@ -152,11 +152,11 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                 return to_candidates(parts.store, fuse([h], [1.0], FusionMode.WEIGHTED), RetrievalMode.BM25)
 
             # A named aspect's best evidence is the page it titles: found in the pool or by a title look-up.
-            name_pages, pages, lookups = named_pages(parts.store, plan.families, ranked, max_lookups=ev.name_lookups,
+            added_by_name, pages, lookups = named_pages(parts.store, plan.families, ranked, max_lookups=ev.name_lookups,
                                                  limit=10, to_candidates=_readable(parts, request, retrieved_at,
                                                                                    sparse_candidates))
             plan = with_known_evidence(plan, pages)
-            added, attempts = rescue(parts.store, plan.families, [*ranked, *name_pages], wide_limit=ev.wide_limit,
+            added, attempts = rescue(parts.store, plan.families, [*ranked, *added_by_name], wide_limit=ev.wide_limit,
                                      min_matches=ev.min_matches, base_filters=None, to_candidates=sparse_candidates)
             # Names are only followed out of text the requester may read: a restricted page must not steer
             # (or, through the trace, reveal) what else is found.
@@ -166,7 +166,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                 bridged, searches = _bridge(parts, request, ranked, retrieved_at, sparse_candidates)
             linked = frozenset(r for s in searches for r in s.linked)
             named = frozenset(r for s in searches for r in s.named)
-            added = [*name_pages, *added]
+            added = [*added_by_name, *added]
             known = {c.chunk.record_id for c in [*pool, *added]}
             bridged = [c for c in bridged if c.chunk.record_id not in known]
             if added or bridged or linked:

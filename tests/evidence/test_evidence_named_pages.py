@@ -75,6 +75,19 @@ def test_reserve_prefers_the_named_page_over_a_chosen_page_that_only_mentions_th
     assert ids(with_known.chunks) == ["cluster-pss", "pss"]
 
 
+def test_a_named_page_that_was_not_admitted_does_not_cost_a_slot() -> None:
+    """The gate rejected the named page: a chosen page that mentions the name meets the family, as before,
+    instead of a second mention taking a slot."""
+    known = RequiredFamily(PSS.name, PSS.rescue_query, aspect_terms=PSS.aspect_terms, entity=True,
+                           record_ids=("pss",))
+    cluster = RequiredFamily("cluster level", "cluster level", aspect_terms=("cluster", "level"))
+    notes = make_chunk("notes", "Pod Security Standard notes.", title="Notes")
+    admitted = [cand(CLUSTER_LEVEL, 0.9), cand(VOLUMES, 0.8), cand(notes, 0.3)]
+    selection = reserve(admitted, [cluster, known], k=2)
+    assert selection.reserved == {"cluster level": "cluster-pss", PSS.name: "cluster-pss"}
+    assert ids(selection.chunks) == ["cluster-pss", "volumes"]
+
+
 def test_auto_plan_marks_names_not_clauses_as_entities() -> None:
     plan = auto_plan("What are the risks of mounting a hostPath volume, and which Pod Security Standard levels "
                      "would refuse such a pod?")

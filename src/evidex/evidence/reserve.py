@@ -28,11 +28,13 @@ def reserve(ranked: Sequence[Candidate], families: Sequence[RequiredFamily], k: 
         chosen[c.chunk.record_id] = c
         per_doc[c.chunk.doc_id] = per_doc.get(c.chunk.doc_id, 0) + 1
 
+    present = {c.chunk.record_id for c in ranked}
     for family in families:
         if len(chosen) >= k:
             break
-        # A family whose best evidence is known (a page its name titles) is met only by that evidence.
-        known = family.record_ids
+        # A family whose best evidence is known (a page its name titles) and admitted is met only by that
+        # evidence; when none of it was admitted, by its other members as usual.
+        known = present.intersection(family.record_ids)
         already = next((c for c in chosen.values() if (c.chunk.record_id in known if known
                                                         else family.matches(c.chunk))), None)
         if already is not None:
