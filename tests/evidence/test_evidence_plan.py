@@ -67,6 +67,14 @@ def test_sentence_start_word_is_not_a_name() -> None:
     assert entity_spans("Restart the Tidepool proxy.") == ["Tidepool"]
 
 
+def test_a_compound_identifier_makes_its_parts_redundant() -> None:
+    """The most specific identifier is kept first, so its parts do not take the slots of later clauses."""
+    plan = auto_plan("Why do lookups of `app` and `shop` and `shop.app` reach the Service, and how could I "
+                     "reject such namespaces?", max_aspects=3)
+    assert plan.aspects == ("shop.app", "Why do lookups of and and reach the Service",
+                            "how could I reject such namespaces")
+
+
 def test_a_lone_letter_or_number_is_not_an_aspect() -> None:
     assert auto_plan("Hypertension is frequently observed in type 1 diabetes patients.").aspects == ()
     assert auto_plan("Do regulatory T cells respond to IL2?").aspects == ("IL2",)

@@ -238,6 +238,8 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     unique: list[str] = []
     seen_terms: list[frozenset[str]] = []
     entities = {*identifiers, *multi, *single}
+    # The most specific first, so a compound ("shop.app") makes its parts ("app", "shop") redundant.
+    identifiers = sorted(identifiers, key=lambda a: -len(terms(a)))
     for a in [*identifiers, *multi, *clauses, *single]:
         t = frozenset(terms(a))
         if not t or any(t <= s for s in seen_terms):  # nothing new: already an obligation
