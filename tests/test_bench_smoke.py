@@ -14,7 +14,8 @@ import pytest
 
 from evidex.config import Config
 from evidex.embedding.protocol import Embedder
-from evidex.evaluation.bench import format_bench, run_bench
+from evidex.evaluation.bench import run_bench
+from evidex.evaluation.bench_report import format_bench
 
 pytestmark = pytest.mark.slow
 

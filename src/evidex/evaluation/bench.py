@@ -14,7 +14,8 @@ Five parts, each reported next to its goal:
 4. Memory: peak RSS (`ru_maxrss`) and the RSS growth of the synthetic part. Goal: <= 1.5 GB.
 5. A plain `bm25s` baseline on the same synthetic texts and queries (skipped if bm25s is not installed).
 
-Timings are wall-clock; on a small shared machine they are indicative, and the report says so.
+Timings are wall-clock; on a small shared machine they are indicative, and the report says so. The goals
+and the text report are in `bench_report`, the timing and memory probes in `measure`.
 """
 
 from __future__ import annotations
@@ -23,12 +24,10 @@ import gc
 import json
 import os
 import platform
-import resource
 import shutil
 import sqlite3
 import statistics
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -40,6 +39,8 @@ import numpy as np
 from evidex.config import Config
 from evidex.embedding.protocol import Embedder, Vectors
 from evidex.engine import Engine, configured_embedder
+from evidex.evaluation.bench_report import GOALS, check_goals
+from evidex.evaluation.measure import RssSampler, dir_mb, loadavg, maxrss_mb, ms_stats, rss_mb
 from evidex.evaluation.metrics import percentile
 from evidex.evaluation.synthetic import FILTER, SyntheticCorpus
 from evidex.ingest.loaders import iter_documents
@@ -52,81 +53,9 @@ from evidex.types import Chunk, Document, FusionMode, RetrievalMode, SearchFilte
 
 Log = Callable[[str], None]
 
-GOALS: dict[str, Any] = {
-    "ingest_over_raw_min": 0.80,
-    "hybrid_100k_p50_ms_max": 30.0,
-    "hybrid_100k_p95_ms_max": 80.0,
-    "peak_memory_mb_max": 1536.0,
-}
 NOISE_NOTE = ("{cpus} CPU core(s), shared with other running processes: the machine is noisy, so every "
               "timing here is indicative, not precise")
 K = 10
-
-
-# ---- small helpers ------------------------------------------------------------------------------------
-def _ms_stats(values: Sequence[float], cpu: Sequence[float] | None = None) -> dict[str, float]:
-    """Wall-clock percentiles; with `cpu` (CPU time of the calling thread for the same calls) also CPU
-    percentiles, which time spent waiting for a core on a busy machine does not inflate."""
-    out = {"p50_ms": round(percentile(values, 50), 3), "p95_ms": round(percentile(values, 95), 3),
-           "mean_ms": round(statistics.fmean(values), 3) if values else float("nan"), "n": len(values)}
-    if cpu is not None:
-        out["cpu_p50_ms"] = round(percentile(cpu, 50), 3)
-        out["cpu_p95_ms"] = round(percentile(cpu, 95), 3)
-    return out
-
-
-def _rss_mb() -> float:
-    """Current resident set size (VmRSS) in MB; NaN where /proc is not available."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
-
-
-def _maxrss_mb() -> float:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # bytes on macOS, KB on Linux
-    return peak / (1024 * 1024) if platform.system() == "Darwin" else peak / 1024
-
-
-def _loadavg() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def _dir_mb(path: Path) -> float:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
-
-
-class _RssSampler:
-    """Polls VmRSS in a daemon thread: the peak of one phase, which ru_maxrss (whole process) cannot give."""
-
-    def __init__(self, interval: float = 0.05) -> None:
-        self.interval = interval
-        self.peak = _rss_mb()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="bench-rss", daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            value = _rss_mb()
-            if value > self.peak:
-                self.peak = value
-
-    def __enter__(self) -> _RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, _rss_mb())
 
 
 class _LookupEmbedder:
@@ -165,7 +94,7 @@ def _time_modes(run: Callable[[str, str], object], queries: Sequence[str],
             run(q, mode)
             wall[mode].append((time.perf_counter() - started) * 1000)
             cpu[mode].append((time.thread_time() - started_cpu) * 1000)
-    return {m: _ms_stats(wall[m], cpu[m]) for m in modes}
+    return {m: ms_stats(wall[m], cpu[m]) for m in modes}
 
 
 # ---- part 1 + 2: the k8s pages -------------------------------------------------------------------------
@@ -287,7 +216,7 @@ def _k8s_part(config: Config, embedder: Embedder, k8s_docs: Path, *, chunk_budge
             "index_chunks": len(chunks), "queries": len(qs), "distinct_queries": len(set(qs)),
             "query_source": source, "k": K,
             "modes": times,
-            "query_encoding": _ms_stats(encode, encode_cpu),
+            "query_encoding": ms_stats(encode, encode_cpu),
             "note": "Engine.search(k=10), query encoding included",
         }
         modes: dict[str, dict[str, float]] = latency["modes"]  # type: ignore[assignment]
@@ -361,7 +290,7 @@ def _synthetic_part(config: Config, *, n_chunks: int, queries: int, work: Path, 
         "clusters": len(gen.centroids), "tokens_per_chunk": "80-200 (Zipf s=1.07, 15% cluster topic words)",
         "commit_batches": b, "generator_setup_s": round(setup_s, 2), "generate_s": round(generate_s, 2),
         "build_s": round(commit_s, 2), "build_chunks_per_s": round(n_chunks / commit_s, 1),
-        "index_mb": round(_dir_mb(index_dir), 1),
+        "index_mb": round(dir_mb(index_dir), 1),
         "cold_first_query_s": cold,
         "queries": len(texts), "k": K, "candidate_pool": config.retrieval.candidate_pool,
         "fusion": config.retrieval.fusion,
@@ -403,8 +332,8 @@ def _hybrid_breakdown(engine: Engine, store: SqliteStore, queries: Sequence[str]
         for name, a, b in zip(names, (t0, t1, t2, t3), (t1, t2, t3, t4), strict=True):
             wall[name].append((b[0] - a[0]) * 1000)
             cpu[name].append((b[1] - a[1]) * 1000)
-    out: dict[str, Any] = {n: _ms_stats(wall[n], cpu[n]) for n in names}
-    out["total"] = _ms_stats([sum(wall[n][i] for n in names) for i in range(len(queries))],
+    out: dict[str, Any] = {n: ms_stats(wall[n], cpu[n]) for n in names}
+    out["total"] = ms_stats([sum(wall[n][i] for n in names) for i in range(len(queries))],
                              [sum(cpu[n][i] for n in names) for i in range(len(queries))])
     return out
 
@@ -438,7 +367,7 @@ def _bm25s_part(store_path: Path, queries: Sequence[str], log: Log) -> dict[str,
         texts = [f"{t}\n{x}" for t, x in db.execute(
             "SELECT title, text FROM records WHERE retired_by IS NULL ORDER BY rowid")]
     db.close()
-    rss_before = _rss_mb()
+    rss_before = rss_mb()
     started = time.perf_counter()
     tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
     tokenize_s = time.perf_counter() - started
@@ -465,8 +394,8 @@ def _bm25s_part(store_path: Path, queries: Sequence[str], log: Log) -> dict[str,
     report = {"version": getattr(bm25s, "__version__", "?"), "method": "lucene k1=1.5 b=0.75, en stopwords, "
               "no stemmer", "tokenize_s": round(tokenize_s, 2), "build_s": round(build_s, 2),
               "build_chunks_per_s": round(retriever.scores["num_docs"] / build_s, 1),
-              "rss_growth_mb": round(_rss_mb() - rss_before, 1),
-              "latency": _ms_stats(times, cpu), "note": "single queries, tokenisation included, one thread"}
+              "rss_growth_mb": round(rss_mb() - rss_before, 1),
+              "latency": ms_stats(times, cpu), "note": "single queries, tokenisation included, one thread"}
     log(f"bm25s: build {build_s:.1f} s, p50 {report['latency']['p50_ms']:.1f} ms")
     return report
 
@@ -484,7 +413,7 @@ def run_bench(config: Config, *, k8s_docs: Path | None, synthetic_chunks: int = 
     cpus = os.cpu_count() or 1
     report: dict[str, Any] = {
         "environment": {
-            "cpus": cpus, "loadavg_start": _loadavg(), "python": platform.python_version(),
+            "cpus": cpus, "loadavg_start": loadavg(), "python": platform.python_version(),
             "numpy": np.__version__, "sqlite": sqlite3.sqlite_version, "platform": platform.platform(),
             "blas_threads": {k: os.environ.get(k, "unset") for k in
                              ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")},
@@ -508,15 +437,15 @@ def run_bench(config: Config, *, k8s_docs: Path | None, synthetic_chunks: int = 
             report["k8s_latency"] = {"skipped": "no k8s_docs given"}
 
         gc.collect()
-        rss_before = _rss_mb()
-        maxrss_before = _maxrss_mb()
-        with _RssSampler() as sampler:
+        rss_before = rss_mb()
+        maxrss_before = maxrss_mb()
+        with RssSampler() as sampler:
             synthetic, store, texts = _synthetic_part(
                 config, n_chunks=synthetic_chunks, queries=queries, work=work, seed=seed, log=log,
                 batch_chunks=synthetic_batch_chunks)
-        rss_after = _rss_mb()
+        rss_after = rss_mb()
         report["synthetic"] = synthetic
-        maxrss_evidex = _maxrss_mb()
+        maxrss_evidex = maxrss_mb()
         report["memory"] = {
             "ru_maxrss_mb": round(maxrss_evidex, 1),
             "ru_maxrss_before_synthetic_mb": round(maxrss_before, 1),
@@ -533,175 +462,11 @@ def run_bench(config: Config, *, k8s_docs: Path | None, synthetic_chunks: int = 
             report["bm25s"] = _bm25s_part(store.path, texts, log)
         finally:
             store.close()
-        report["memory"]["ru_maxrss_after_bm25s_mb"] = round(_maxrss_mb(), 1)
+        report["memory"]["ru_maxrss_after_bm25s_mb"] = round(maxrss_mb(), 1)
 
-    report["environment"]["loadavg_end"] = _loadavg()
+    report["environment"]["loadavg_end"] = loadavg()
     report["total_s"] = round(time.perf_counter() - started_all, 1)
-    report["checks"] = _checks(report)
+    report["checks"] = check_goals(report)
     return report
 
 
-def _checks(report: dict[str, Any]) -> dict[str, Any]:
-    checks: dict[str, Any] = {}
-    emb = report.get("embedding", {})
-    if "ratio" in emb:
-        checks["ingest_over_raw"] = {"value": emb["ratio"], "goal": f">= {GOALS['ingest_over_raw_min']}",
-                                     "pass": emb["ratio"] >= GOALS["ingest_over_raw_min"]}
-    syn = report.get("synthetic", {})
-    hybrid = syn.get("modes", {}).get("hybrid")
-    if hybrid:
-        n = syn["chunks"]
-        checks[f"hybrid_p50_at_{n}"] = {"value": hybrid["p50_ms"],
-                                         "goal": f"<= {GOALS['hybrid_100k_p50_ms_max']} ms",
-                                         "pass": hybrid["p50_ms"] <= GOALS["hybrid_100k_p50_ms_max"]}
-        checks[f"hybrid_p95_at_{n}"] = {"value": hybrid["p95_ms"],
-                                         "goal": f"<= {GOALS['hybrid_100k_p95_ms_max']} ms",
-                                         "pass": hybrid["p95_ms"] <= GOALS["hybrid_100k_p95_ms_max"]}
-    mem = report.get("memory", {})
-    if "ru_maxrss_mb" in mem:
-        checks["peak_memory"] = {"value": mem["ru_maxrss_mb"],
-                                 "goal": f"<= {GOALS['peak_memory_mb_max']:.0f} MB",
-                                 "pass": mem["ru_maxrss_mb"] <= GOALS["peak_memory_mb_max"]}
-    return checks
-
-
-# ---- the table -------------------------------------------------------------------------------------------
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-_HEAD = f"{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}{'cpu p50':>9}{'cpu p95':>9}"
-
-
-def _row(label: str, s: dict[str, Any], width: int = 22) -> str:
-    cpu = f"{s['cpu_p50_ms']:>9.2f}{s['cpu_p95_ms']:>9.2f}" if "cpu_p50_ms" in s else " " * 18
-    return f"{label:<{width}}{s['p50_ms']:>9.2f}{s['p95_ms']:>9.2f}{s['mean_ms']:>9.2f}{cpu}"
-
-
-def format_bench(report: dict[str, Any]) -> str:
-    """The report as a plain-text table, goals and verdicts next to the figures."""
-    env = report.get("environment", {})
-    lines = [f"evidex benchmark  (total {report.get('total_s', '?')} s)",
-             f"NOTE: {env.get('note', '')}; load average {env.get('loadavg_start')} at start, "
-             f"{env.get('loadavg_end')} at end.",
-             "      latency 'cpu' columns: CPU time of the calling thread for the same calls; waiting for a "
-             "core does not inflate them (work in BLAS worker threads is not counted).",
-             f"BLAS threads: {env.get('blas_threads')}",
-             f"python {env.get('python')}, numpy {env.get('numpy')}, sqlite {env.get('sqlite')}", ""]
-    checks = report.get("checks", {})
-
-    emb = report.get("embedding", {})
-    lines.append("1. Embedding throughput: raw embedder vs Engine.ingest (same k8s pages)")
-    if "skipped" in emb:
-        lines.append(f"   skipped: {emb['skipped']}")
-    else:
-        verdict = _verdict(checks["ingest_over_raw"]["pass"]) if "ingest_over_raw" in checks else ""
-        lines += [
-            f"   {emb['documents']} pages, {emb['chunks']} chunks, batch {emb['batch_size']}, "
-            f"threads {emb['threads']}; {emb['note']}",
-            f"   {'raw embed_documents, batches of ' + str(emb['batch_size']) + ', no cache':<50}"
-            f"{emb['raw_chunks_per_s']:>8.1f} chunks/s  {emb['raw_cpu_ms_per_chunk']:>6.1f} cpu ms/chunk"
-            f"   rounds {emb['raw_rounds_chunks_per_s']}",
-            f"   {'Engine.ingest, fresh index + empty cache':<50}"
-            f"{emb['ingest_chunks_per_s']:>8.1f} chunks/s  "
-            f"{emb['ingest_cpu_ms_per_chunk']:>6.1f} cpu ms/chunk"
-            f"   rounds {emb['ingest_rounds_chunks_per_s']}",
-            f"   {'raw, all chunks in one length-sorted call':<50}"
-            f"{emb['raw_one_sorted_call_chunks_per_s']:>8.1f} chunks/s  "
-            f"{emb['raw_one_sorted_call_cpu_ms_per_chunk']:>6.1f} cpu ms/chunk",
-            "   (cpu ms/chunk: CPU time of all threads of this process, per chunk)",
-            f"   {'ingest / raw (wall-clock throughput)':<50}{emb['ratio']:>8.3f}"
-            f"   goal >= {GOALS['ingest_over_raw_min']:.2f}  {verdict}   per round {emb['ratio_per_round']}",
-            f"   {'ingest / raw (CPU per chunk)':<50}{emb['cpu_ratio']:>8.3f}",
-        ]
-    lines.append("")
-
-    lat = report.get("k8s_latency", {})
-    lines.append("2. Query latency on the k8s index (Engine.search k=10, query encoding included)")
-    if "skipped" in lat:
-        lines.append(f"   skipped: {lat['skipped']}")
-    else:
-        lines.append(f"   {lat['index_chunks']} chunks; {lat['queries']} queries "
-                     f"({lat['distinct_queries']} distinct, "
-                     f"from {lat['query_source']})")
-        lines.append(f"   {'mode':<22}{_HEAD}")
-        for mode, s in lat["modes"].items():
-            lines.append("   " + _row(mode, s))
-        lines.append("   " + _row("(query encoding only)", lat["query_encoding"]))
-    lines.append("")
-
-    syn = report.get("synthetic", {})
-    if syn:
-        lines += [
-            f"3. Synthetic corpus: {syn['chunks']:,} chunks in {syn['documents']:,} documents, "
-            f"{syn['dim']}-dim "
-            f"vectors ({syn['clusters']} clusters), {syn['vocabulary']:,}-word Zipfian vocabulary",
-            f"   build via SqliteStore.commit_batch ({syn['commit_batches']} batches): "
-            f"{syn['build_s']:.1f} s = "
-            f"{syn['build_chunks_per_s']:,.0f} chunks/s   (generating the data: {syn['generate_s']:.1f} s, "
-            "not counted)",
-            f"   index on disk {syn['index_mb']:.0f} MB; first bm25 query "
-            f"{syn['cold_first_query_s']['bm25'] * 1000:.0f} ms, "
-            f"first dense query (loads the matrix) {syn['cold_first_query_s']['dense']:.2f} s",
-            f"   {syn['queries']} queries, {syn['query_words']}",
-            f"   chunks matched by a query's OR-ed terms (FTS5 scores all of them): "
-            f"{syn['fts_matching_chunks_per_query']}",
-            f"   filter: access_labels {syn['filter']['access_labels']} + valid_at now "
-            f"(passes {syn['filter']['passing_share']:.0%} of chunks)",
-            f"   NOTE: {syn['note']}",
-            f"   {'mode (k=10)':<22}{_HEAD}   goal",
-        ]
-        for mode, s in syn["modes"].items():
-            goal = ""
-            if mode == "hybrid":
-                ok = (s["p50_ms"] <= GOALS["hybrid_100k_p50_ms_max"]
-                      and s["p95_ms"] <= GOALS["hybrid_100k_p95_ms_max"])
-                goal = (f"   p50 <= {GOALS['hybrid_100k_p50_ms_max']:.0f}, p95 <= "
-                        f"{GOALS['hybrid_100k_p95_ms_max']:.0f}  {_verdict(ok)}")
-            lines.append("   " + _row(mode, s) + goal)
-        for name, stages in syn["hybrid_stages_ms"].items():
-            lines.append(f"   where {name} spends its time (stage by stage, pool {syn['candidate_pool']}, "
-                         f"{syn['fusion']} fusion):")
-            for stage, s in stages.items():
-                lines.append("     " + _row(stage, s, 20))
-        lines.append("")
-
-    mem = report.get("memory", {})
-    if mem:
-        ok = checks.get("peak_memory", {}).get("pass", False)
-        lines += [
-            "4. Memory",
-            f"   peak RSS (ru_maxrss, whole process, before the bm25s baseline) "
-            f"{mem['ru_maxrss_mb']:>8.0f} MB"
-            f"   goal <= {GOALS['peak_memory_mb_max']:.0f} MB  {_verdict(ok)}",
-            f"   synthetic part: RSS {mem['rss_before_synthetic_mb']:.0f} -> "
-            f"{mem['rss_after_synthetic_mb']:.0f} MB (growth {mem['rss_growth_synthetic_mb']:.0f} MB, "
-            f"sampled peak {mem['rss_peak_synthetic_sampled_mb']:.0f} MB)",
-            f"   ru_maxrss after the bm25s baseline: "
-            f"{mem.get('ru_maxrss_after_bm25s_mb', float('nan')):.0f} MB",
-            "",
-        ]
-
-    b = report.get("bm25s", {})
-    lines.append("5. bm25s baseline on the same synthetic texts and queries (k=10)")
-    if not b:
-        lines.append("   not run")
-    elif "skipped" in b:
-        lines.append(f"   skipped: {b['skipped']}")
-    else:
-        ours = syn.get("modes", {}).get("bm25", {})
-        lines += [
-            f"   bm25s {b['version']} ({b['method']}); {b['note']}",
-            f"   build (tokenize + index) {b['build_s']:.1f} s = {b['build_chunks_per_s']:,.0f} chunks/s "
-            f"(tokenize {b['tokenize_s']:.1f} s), RSS +{b['rss_growth_mb']:.0f} MB",
-            f"   {'':<22}{_HEAD}",
-            "   " + _row("bm25s", b["latency"]),
-        ]
-        if ours:
-            lines.append("   " + _row("evidex FTS5 bm25", ours) + "   (Engine.search, chunk rows included)")
-    lines.append("")
-    if checks:
-        lines.append("Goals")
-        for name, c in checks.items():
-            lines.append(f"   {name:<28}{c['value']!s:>10}   {c['goal']:<14} {_verdict(c['pass'])}")
-    return "\n".join(lines)

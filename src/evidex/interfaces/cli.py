@@ -387,7 +387,8 @@ def bench_cmd(
     config: ConfigOpt = None,
 ) -> None:
     """Ingest throughput vs the raw embedder, query latency per mode, peak memory, a bm25s baseline."""
-    from evidex.evaluation.bench import format_bench, run_bench
+    from evidex.evaluation.bench import run_bench
+    from evidex.evaluation.bench_report import format_bench
 
     cfg = run(lambda: load_config(config))
     docs = k8s_docs or Path("../shared/data/k8s/docs")

@@ -1,0 +1,79 @@
+"""Timing and memory measurement for the benchmark: latency percentiles (wall-clock and CPU), resident
+set size now and at its peak, load average, size on disk."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import statistics
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from evidex.evaluation.metrics import percentile
+
+
+def ms_stats(values: Sequence[float], cpu: Sequence[float] | None = None) -> dict[str, float]:
+    """Wall-clock percentiles; with `cpu` (CPU time of the calling thread for the same calls) also CPU
+    percentiles, which time spent waiting for a core on a busy machine does not inflate."""
+    out = {"p50_ms": round(percentile(values, 50), 3), "p95_ms": round(percentile(values, 95), 3),
+           "mean_ms": round(statistics.fmean(values), 3) if values else float("nan"), "n": len(values)}
+    if cpu is not None:
+        out["cpu_p50_ms"] = round(percentile(cpu, 50), 3)
+        out["cpu_p95_ms"] = round(percentile(cpu, 95), 3)
+    return out
+
+
+def rss_mb() -> float:
+    """Current resident set size (VmRSS) in MB; NaN where /proc is not available."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def maxrss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # bytes on macOS, KB on Linux
+    return peak / (1024 * 1024) if platform.system() == "Darwin" else peak / 1024
+
+
+def loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def dir_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+
+
+class RssSampler:
+    """Polls VmRSS in a daemon thread: the peak of one phase, which ru_maxrss (whole process) cannot give."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self.interval = interval
+        self.peak = rss_mb()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-rss", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            value = rss_mb()
+            if value > self.peak:
+                self.peak = value
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_mb())
