@@ -1,12 +1,15 @@
-"""A nested question is only covered once the evidence one hop away is in the context."""
+"""A nested question is only covered once the evidence hops away is in the context: at least one followed
+page per entity the question describes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from evidence_support import constant_encoder, counting_store, make_chunk
 
 from evidex.config import Config
+from evidex.evidence.plan import described_entities
 from evidex.pipeline import PipelineParts, SearchRequest, run_search
 from evidex.signals.compute import HOP_ASPECT, coverage, recommend
 from evidex.types import RetrievalMode
@@ -19,11 +22,11 @@ OTHER = make_chunk("other", "Burbank is a city in California with film studios."
 CHAINED = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 
 
-def _coverage(tmp_path: Path, corpus: list) -> tuple[dict, object]:  # type: ignore[type-arg]
+def _coverage(tmp_path: Path, corpus: list, question: str = CHAINED) -> tuple[dict, object]:  # type: ignore[type-arg]
     store = counting_store(tmp_path, corpus)
     try:
         parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
-        outcome = run_search(parts, SearchRequest(CHAINED, mode=RetrievalMode.BM25))
+        outcome = run_search(parts, SearchRequest(question, mode=RetrievalMode.BM25))
         cov = coverage(outcome)
         return cov, recommend(outcome, cov, threshold=0.7, default_owner=None)
     finally:
@@ -58,3 +61,23 @@ def test_a_relative_clause_without_a_named_start_is_no_hop(tmp_path: Path) -> No
     cov = coverage(outcome)
     assert HOP_ASPECT not in cov["aspects_missing"] + cov["aspects_covered"]
     assert recommend(outcome, cov, threshold=0.7, default_owner=None).action == "proceed"
+
+
+@pytest.mark.parametrize(("question", "described"), [
+    ("Who was in charge of the country where the composer of Aschenbrodel was a citizen?", 2),
+    ("What is the name of the waterfall in the country where the Bubye River is found?", 1),  # "name of": asked
+    ("In which country was the composer of Kiss and Tell born?", 1),
+    ("When was Kiss and Tell released?", 0),
+])
+def test_described_entities(question: str, described: int) -> None:
+    assert described_entities(question) == described
+
+
+def test_one_followed_page_does_not_cover_two_described_entities(tmp_path: Path) -> None:
+    """"the country where the actress who portrayed Corliss Archer was born" describes two entities (the
+    actress, the country): one linked page (Shirley Temple) is not the whole chain."""
+    question = ("Which language is spoken in the country where the actress who portrayed Corliss Archer in the "
+                "film Kiss and Tell was born?")
+    assert described_entities(question) == 2
+    cov, _ = _coverage(tmp_path / "one-hop", [FILM, TEMPLE, OTHER], question)
+    assert HOP_ASPECT in cov["aspects_missing"]

@@ -268,6 +268,22 @@ def is_chained(question: str) -> bool:
             and _RELATIVE.search(question) is not None)
 
 
+# An entity the question describes instead of naming: "the country where", "the composer of", "Hello Love's
+# performer". Attribute nouns ("the name of", "the number of") ask about an entity; they are not one.
+_DESCRIBED = re.compile(r"\b(?:the|a|an|this|that|its|his|her|their)\s+(?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*\s+"
+                        r"(?:where|of|that|which|who|whose|whom|in which|on which|at which|by which|from which|when)\b"
+                        r"|['’]s\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*\b")
+_ATTRIBUTE = re.compile(r"\b(?:name|names|instance|member|part|type|kind|number|amount|basis|end|start|beginning|"
+                        r"one|most|rest|top|bottom|area|size|time|year|date)\s+of\b")
+
+
+def described_entities(question: str) -> int:
+    """How many entities a nested question describes rather than names: each is one more hop to follow
+    ("Who was in charge of the country where the composer of Aschenbrodel was a citizen?": 2). A rough
+    count from the wording, used to judge whether the evidence followed enough links."""
+    return sum(1 for m in _DESCRIBED.finditer(question) if not _ATTRIBUTE.search(m.group(0)))
+
+
 def focus_plan(plan: EvidencePlan, aspect_focus: str | None) -> EvidencePlan:
     """Steer a plan toward one aspect: it becomes the first obligation (added if it was not there)."""
     if not aspect_focus or not aspect_focus.strip():

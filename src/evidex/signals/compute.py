@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from evidex.evidence.grade import Grade
-from evidex.evidence.plan import RequiredFamily, chunk_terms, terms
+from evidex.evidence.plan import RequiredFamily, chunk_terms, described_entities, terms
 from evidex.pipeline import SearchOutcome
 
 STOP_CONDITION = "stop-no-fresh-authorized-citable-source"
@@ -53,6 +53,7 @@ def features(outcome: SearchOutcome) -> dict[str, float]:
     best_match = [max((f.match_score(c.chunk) for c in ctx), default=0.0) for f in outcome.plan.families]
     linked = [dict(c.scores).get("linked", 0.0) for c in ctx]
     return {
+        "hops_unfollowed": _hops_unfollowed(outcome) / 3,
         "coverage": coverage,
         "min_family_match": min(best_match, default=1.0),
         "n_families": len(outcome.plan.families) / 6,
@@ -67,6 +68,14 @@ def features(outcome: SearchOutcome) -> dict[str, float]:
         "dense_top": max((c.dense_score or 0.0 for c in ctx), default=0.0),
         "n_context": len(ctx) / max(1, outcome.request.k),
     }
+
+
+def _hops_unfollowed(outcome: SearchOutcome) -> int:
+    """Entities a nested question describes beyond the pages followed to (0 for other questions)."""
+    if not (outcome.plan.chained and outcome.plan.aspects):
+        return 0
+    linked = {c.chunk.doc_id for c in outcome.context if dict(c.scores).get("linked", 0.0) > 0}
+    return max(0, max(1, described_entities(outcome.request.query)) - len(linked))
 
 
 def confidence(feats: dict[str, float]) -> float:
@@ -99,17 +108,17 @@ def aspect_coverage(outcome: SearchOutcome) -> tuple[list[str], list[str]]:
     return covered, missing
 
 
-HOP_ASPECT = "the entity the question describes (a further hop)"
+HOP_ASPECT = "the entities the question describes (further hops)"
 
 
 def coverage(outcome: SearchOutcome) -> dict[str, Any]:
     covered, missing = aspect_coverage(outcome)
     if outcome.plan.chained and outcome.plan.aspects:
-        # A nested question ("the country where the composer of X was born") also needs the evidence one hop
-        # away: a page reached by following a name out of the first evidence. Without a named starting
-        # point ("a release that is already serving traffic") a relative clause only describes; no hop.
-        linked = any(dict(c.scores).get("linked", 0.0) > 0 for c in outcome.context)
-        (covered if linked else missing).append(HOP_ASPECT)
+        # A nested question ("the country where the composer of X was born") also needs the evidence hops
+        # away: pages reached by following names out of the first evidence, at least one per entity the
+        # question describes (here two: the composer, the country). Without a named starting point ("a
+        # release that is already serving traffic") a relative clause only describes; no hop.
+        (missing if _hops_unfollowed(outcome) else covered).append(HOP_ASPECT)
     total = len(covered) + len(missing)
     by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
     for f in outcome.families:
