@@ -8,7 +8,8 @@
   family covered) — how often is every gold family (every relevant document, for BEIR sets) really in the
   top k, and how many complete answers does it recognise;
 - requery_when_incomplete: how often the recommendation is re-query or stop when the answer really is
-  incomplete; proceed_when_complete: how often it is proceed when the answer is complete.
+  incomplete; proceed_when_complete: how often it is proceed when the answer is complete;
+- signals_ms: what computing the signals adds to a query (p50 / p95 of each result's `cost`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float, bool]]) 
     tp = sum(1 for s, t in zip(says_complete, is_complete, strict=True) if s and t)
     when_incomplete = [a for a, t in zip(action, is_complete, strict=True) if not t]
     when_complete = [a for a, t in zip(action, is_complete, strict=True) if t]
+    spent = [float(r["cost"]["latency_ms"]["signals"]) for _, r, _, _ in rows]
     rho = metrics.spearman(conf, qual)
     ceiling = metrics.spearman_ceiling(qual)
     auc = metrics.auroc(conf, is_complete)
@@ -57,5 +59,6 @@ def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float, bool]]) 
         "coverage_recall": ratio(tp, sum(is_complete)),
         "requery_when_incomplete": ratio(sum(1 for a in when_incomplete if a != "proceed"), len(when_incomplete)),
         "proceed_when_complete": ratio(sum(1 for a in when_complete if a == "proceed"), len(when_complete)),
+        "signals_ms": {"p50": round(metrics.percentile(spent, 50), 3), "p95": round(metrics.percentile(spent, 95), 3)},
         "questions": len(rows),
     }

@@ -101,10 +101,11 @@ def render_eval(console: Console, report: dict[str, Any]) -> None:
     with_signals = {name: row["signals"] for name, row in pipelines.items() if "signals" in row}
     if with_signals:
         signals = Table("pipeline", "confidence Spearman", "ceiling (no ties)", "confidence AUROC",
-                        "coverage precision", "coverage recall", "re-query when incomplete",
+                        "coverage precision", "coverage recall", "re-query when incomplete", "signals p50 ms",
                         title="agent signals against the truth")
         for name, sig in with_signals.items():
             signals.add_row(name, _fmt(sig["confidence_spearman"]), _fmt(sig["confidence_spearman_ceiling"]),
                             _fmt(sig["confidence_auroc"]), _fmt(sig["coverage_precision"]),
-                            _fmt(sig["coverage_recall"]), _fmt(sig["requery_when_incomplete"]))
+                            _fmt(sig["coverage_recall"]), _fmt(sig["requery_when_incomplete"]),
+                            f"{sig['signals_ms']['p50']:.2f}")
         console.print(signals)
