@@ -1,8 +1,10 @@
 """The reference agent loop (no LLM): call the tool, follow its recommendation, stop within a bound.
 
 `ask` is what an agent built on evidex should do: proceed when told to; on `re-query`, ask again with
-`aspect_focus` set to each missing aspect (one round per aspect, at most `max_rounds` rounds), keeping
-the evidence each round adds; on `stop`, stop and hand over to the named owner. Every decision is logged.
+`aspect_focus` set to each focus the recommendation names (a missing aspect, or for a missing hop the
+description that starts from a name: "the composer of Aschenbrodel"; one round each, at most `max_rounds`
+rounds), keeping the evidence each round adds; on `stop`, stop and hand over to the named owner. Every
+decision is logged.
 """
 
 from __future__ import annotations

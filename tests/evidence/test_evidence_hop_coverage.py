@@ -9,7 +9,7 @@ import pytest
 from evidence_support import constant_encoder, counting_store, make_chunk
 
 from evidex.config import Config
-from evidex.evidence.plan import described_entities
+from evidex.evidence.plan import described_entities, described_phrases
 from evidex.pipeline import PipelineParts, SearchRequest, run_search
 from evidex.signals.compute import HOP_ASPECT, coverage, recommend
 from evidex.types import RetrievalMode
@@ -38,10 +38,12 @@ def test_the_hop_is_covered_when_a_linked_page_is_in_the_context(tmp_path: Path)
     assert HOP_ASPECT in cov["aspects_covered"]
 
 
-def test_the_hop_is_missing_without_it_and_is_not_a_focus_to_search_for(tmp_path: Path) -> None:
+def test_the_hop_is_missing_without_it_and_the_description_is_the_focus(tmp_path: Path) -> None:
+    """The hop itself is not a search phrase; the description that starts from a name is what to ask next."""
     cov, rec = _coverage(tmp_path / "unlinked", [FILM, OTHER])
     assert HOP_ASPECT in cov["aspects_missing"]
-    assert HOP_ASPECT not in rec.focus  # type: ignore[attr-defined]
+    assert rec.action == "re-query"  # type: ignore[attr-defined]
+    assert rec.focus == ("the woman who portrayed Corliss Archer in the film Kiss and Tell",)  # type: ignore[attr-defined]
 
 
 def test_a_relative_clause_without_a_named_start_is_no_hop(tmp_path: Path) -> None:
@@ -81,3 +83,15 @@ def test_one_followed_page_does_not_cover_two_described_entities(tmp_path: Path)
     assert described_entities(question) == 2
     cov, _ = _coverage(tmp_path / "one-hop", [FILM, TEMPLE, OTHER], question)
     assert HOP_ASPECT in cov["aspects_missing"]
+
+
+@pytest.mark.parametrize(("question", "phrases"), [
+    ("Who was in charge of the country where the composer of Aschenbrodel was a citizen?",
+     ["the composer of Aschenbrodel was a citizen", "the country where the composer of Aschenbrodel was a citizen"]),
+    ("In what county is the city where Harris W. Fawell was born?", ["the city where Harris W. Fawell was born"]),
+    ("Who is the spouse of Big Eye's main director?",
+     ["Big Eye's main director", "the spouse of Big Eye's main director"]),
+    ("What is the rollback procedure for a bad release that is already serving production traffic?", []),
+])
+def test_described_phrases_start_from_a_name_innermost_first(question: str, phrases: list[str]) -> None:
+    assert described_phrases(question) == phrases

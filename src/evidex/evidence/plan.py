@@ -284,6 +284,29 @@ def described_entities(question: str) -> int:
     return sum(1 for m in _DESCRIBED.finditer(question) if not _ATTRIBUTE.search(m.group(0)))
 
 
+def described_phrases(question: str) -> list[str]:
+    """The descriptions of a nested question that start from a name, innermost first: what to search for
+    next when a hop is missing ("the composer of Aschenbrodel was a citizen", "Hello Love's performer lived
+    in when he died")."""
+    names = entity_spans(question)
+    found: list[str] = []
+    for m in _DESCRIBED.finditer(question):
+        if _ATTRIBUTE.search(m.group(0)):
+            continue
+        start = m.start()
+        if m.group(0).startswith(("'", "’")):  # a possessive: the name before it is part of the description
+            before = question[:start]
+            owner = next((n for n in names if before.rstrip(".").endswith(n)), None)
+            if owner is None:
+                continue
+            start -= len(owner)
+        phrase = re.split(r"[,;?]", question[start:], maxsplit=1)[0].strip()
+        have = set(terms(phrase))
+        if any(set(terms(n)) <= have for n in names):
+            found.append(phrase)
+    return sorted(dict.fromkeys(found), key=len)
+
+
 def focus_plan(plan: EvidencePlan, aspect_focus: str | None) -> EvidencePlan:
     """Steer a plan toward one aspect: it becomes the first obligation (added if it was not there)."""
     if not aspect_focus or not aspect_focus.strip():

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from evidex.evidence.grade import Grade
-from evidex.evidence.plan import RequiredFamily, chunk_terms, described_entities, terms
+from evidex.evidence.plan import RequiredFamily, chunk_terms, described_entities, described_phrases, terms
 from evidex.pipeline import SearchOutcome
 
 STOP_CONDITION = "stop-no-fresh-authorized-citable-source"
@@ -164,7 +164,10 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float,
     family_ratio = len(cov["families_covered"]) / family_total if family_total else 1.0
     ratio = min(cov["ratio"], family_ratio)
     if ratio < threshold:
-        # The hop is not a phrase to search for: an agent re-queries the named aspects (or rephrases).
-        focus = tuple(a for a in cov["aspects_missing"] if a != HOP_ASPECT) or tuple(cov["families_missing"])
+        # The hop itself is not a phrase to search for: an agent re-queries the missing named aspects, else
+        # the descriptions that start from a name ("the composer of Aschenbrodel"), innermost first.
+        focus = (tuple(a for a in cov["aspects_missing"] if a != HOP_ASPECT) or tuple(cov["families_missing"])
+                 or (tuple(described_phrases(outcome.request.query)) if HOP_ASPECT in cov["aspects_missing"]
+                     else ()))
         return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}", focus=focus)
     return Recommendation("proceed", f"coverage {ratio:.2f}")
