@@ -1,0 +1,71 @@
+"""The reference agent loop (`evidex ask`) on the development sets: does following the recommendation add
+the evidence the first answer missed?
+
+    .venv/bin/python scripts/eval_agent.py [--data ../shared/data] [--rounds 3]
+
+For each question: the loop's first round alone versus the evidence of every round together (an agent keeps
+what each round adds), as family recall@10 per round-1 context and over the union; how many questions a
+re-query improved; the mean number of rounds; the first recommendation's actions. No gate (the evaluation
+corpora carry no access labels); quality figures are deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from evidex.agent import Tool, ask
+from evidex.config import load_config
+from evidex.engine import Engine
+from evidex.evaluation import metrics
+from evidex.evaluation.datasets import load_questions
+from evidex.evaluation.runner import open_eval_engine
+from evidex.pipeline import SearchRequest
+
+
+def ungated_tool(engine: Engine) -> Tool:
+    def tool(text: str, focus: str | None) -> dict[str, Any]:
+        return engine.result_of(engine.run(SearchRequest(text, k=10, aspect_focus=focus)))
+
+    return tool
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    d = args.data
+    sets = {"k8s": [d / "k8s" / "docs"], "hotpotqa": [d / "hotpotqa" / "corpus.jsonl"],
+            "musique": [d / "musique" / "corpus.jsonl"]}
+    config = load_config()
+    for name, corpus in sets.items():
+        if not corpus[0].exists():
+            print(f"skip {name}: {corpus[0]} not found")
+            continue
+        engine = open_eval_engine(config, corpus, None)
+        tool = ungated_tool(engine)
+        questions = load_questions(d / name / "questions.jsonl")
+        first, union, rounds = [], [], []
+        actions: Counter[str] = Counter()
+        improved = 0
+        for q in questions:
+            transcript = ask(tool, q.text, max_rounds=args.rounds)
+            round_one = engine.store.get([r for r, e in transcript.evidence.items() if e["round"] == 1])
+            every = engine.store.get(list(transcript.evidence))
+            first.append(metrics.family_recall(q, round_one))
+            union.append(metrics.family_recall(q, every))
+            improved += union[-1] > first[-1]
+            rounds.append(len(transcript.rounds))
+            actions[transcript.rounds[0]["action"]] += 1
+        engine.close()
+        print(f"{name}: {len(questions)} questions; family recall round 1 {statistics.fmean(first):.3f}, "
+              f"all rounds {statistics.fmean(union):.3f}; improved by a re-query {improved}; "
+              f"mean rounds {statistics.fmean(rounds):.2f}; first action {dict(actions)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
