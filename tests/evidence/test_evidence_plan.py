@@ -4,7 +4,7 @@ the plan's JSON round trip."""
 from __future__ import annotations
 
 import pytest
-from evidence_support import SAMPLE_CONFIG
+from evidence_support import SAMPLE_CONFIG, make_chunk
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,6 +15,7 @@ from evidex.evidence.plan import (
     QuestionShape,
     RequiredFamily,
     auto_plan,
+    chunk_terms,
     entity_spans,
     explicit_plan,
     focus_plan,
@@ -304,3 +305,11 @@ def test_a_statement_is_never_chained() -> None:
     assert not is_chained("The gene that encodes the protein of the cluster is expressed in the liver")
     assert is_chained("Which pathway is one of the primary glycometabolic pathways in cells?")
     assert is_chained("In what county is the city where Harris W. Fawell was born")  # a question without '?'
+
+
+def test_chunk_terms_never_mix_two_chunks_that_share_an_id() -> None:
+    first = make_chunk("same-id", "Vaultline rotates the transit key.", title="Keys")
+    second = make_chunk("same-id", "Tidepool bounds the connection pool.", title="Pools")
+    assert "vaultline" in chunk_terms(first)[0]
+    assert "tidepool" in chunk_terms(second)[0] and "vaultline" not in chunk_terms(second)[0]
+    assert chunk_terms(second)[1] == frozenset({"pool"})

@@ -51,20 +51,21 @@ def terms(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for t in out if t))
 
 
-_TERM_CACHE: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+_TERM_CACHE: dict[tuple[str, str, str, str], tuple[frozenset[str], frozenset[str]]] = {}
 _TERM_CACHE_MAX = 200_000
 
 
 def chunk_terms(chunk: Chunk) -> tuple[frozenset[str], frozenset[str]]:
-    """(terms of title + heading + text, terms of the title) of a chunk, cached by record id (a record id
-    changes whenever the text does)."""
-    cached = _TERM_CACHE.get(chunk.record_id)
+    """(terms of title + heading + text, terms of the title) of a chunk, cached by its record id, content
+    hash, title and heading (two chunks built with one id but different text never share terms)."""
+    key = (chunk.record_id, chunk.content_hash, chunk.title, chunk.heading)
+    cached = _TERM_CACHE.get(key)
     if cached is None:
         title = frozenset(terms(chunk.title))
         cached = (frozenset(terms(f"{chunk.heading}\n{chunk.text}")) | title, title)
         if len(_TERM_CACHE) >= _TERM_CACHE_MAX:
             _TERM_CACHE.clear()
-        _TERM_CACHE[chunk.record_id] = cached
+        _TERM_CACHE[key] = cached
     return cached
 
 
