@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from evidex.config import load_config
-from evidex.evaluation.datasets import load_beir, load_questions
+from evidex.evaluation.datasets import dev_sets
 from evidex.evaluation.runner import evaluate, open_eval_engine
 
 VARIANTS = {
@@ -31,21 +31,14 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--limit", type=int, default=0)
     args = ap.parse_args()
-    d = args.data
-    sets = {
-        "k8s": ([d / "k8s" / "docs"], lambda: load_questions(d / "k8s" / "questions.jsonl")),
-        "hotpotqa": ([d / "hotpotqa" / "corpus.jsonl"], lambda: load_questions(d / "hotpotqa" / "questions.jsonl")),
-        "musique": ([d / "musique" / "corpus.jsonl"], lambda: load_questions(d / "musique" / "questions.jsonl")),
-        "scifact": ([d / "scifact" / "corpus.jsonl"],
-                    lambda: load_beir(d / "scifact" / "queries.jsonl", d / "scifact" / "qrels.tsv")),
-    }
+    sets = [dev for dev in dev_sets(args.data) if dev.exists()]
     base = load_config()
-    print(f"{'variant':24} " + " ".join(f"{n + ' FR/AF/nDCG':>26}" for n in sets))
-    engines = {n: open_eval_engine(base, c, None) for n, (c, _) in sets.items()}
-    questions = {n: q()[: args.limit or None] for n, (_, q) in sets.items()}
+    print(f"{'variant':24} " + " ".join(f"{dev.name + ' FR/AF/nDCG':>26}" for dev in sets))
+    engines = {dev.name: open_eval_engine(base, list(dev.corpus), None) for dev in sets}
+    questions = {dev.name: dev.questions()[: args.limit or None] for dev in sets}
     for label, change in VARIANTS.items():
         cells = []
-        for name in sets:
+        for name in engines:
             engine = engines[name].with_config(base.replace(evidence=change))
             row = evaluate(engine, questions[name], ["full"], k=10)["pipelines"]["full"]
             cells.append(f"{row['family_recall']:.3f}/{row['all_found']:.3f}/{row['ndcg@10']:.3f}")

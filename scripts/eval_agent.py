@@ -21,7 +21,7 @@ from evidex.agent import Tool, ask
 from evidex.config import load_config
 from evidex.engine import Engine
 from evidex.evaluation import metrics
-from evidex.evaluation.datasets import load_questions
+from evidex.evaluation.datasets import dev_sets
 from evidex.evaluation.runner import open_eval_engine
 from evidex.pipeline import SearchRequest
 
@@ -38,17 +38,16 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    d = args.data
-    sets = {"k8s": [d / "k8s" / "docs"], "hotpotqa": [d / "hotpotqa" / "corpus.jsonl"],
-            "musique": [d / "musique" / "corpus.jsonl"]}
     config = load_config()
-    for name, corpus in sets.items():
-        if not corpus[0].exists():
-            print(f"skip {name}: {corpus[0]} not found")
+    for dev in dev_sets(args.data):
+        if dev.qrels_file is not None:
+            continue  # a BEIR set has no evidence families to complete
+        if not dev.exists():
+            print(f"skip {dev.name}: {dev.corpus[0]} not found")
             continue
-        engine = open_eval_engine(config, corpus, None)
+        engine = open_eval_engine(config, list(dev.corpus), None)
         tool = ungated_tool(engine)
-        questions = load_questions(d / name / "questions.jsonl")
+        questions = dev.questions()
         first, union, rounds = [], [], []
         actions: Counter[str] = Counter()
         improved = 0
@@ -62,7 +61,7 @@ def main() -> None:
             rounds.append(len(transcript.rounds))
             actions[transcript.rounds[0]["action"]] += 1
         engine.close()
-        print(f"{name}: {len(questions)} questions; family recall round 1 {statistics.fmean(first):.3f}, "
+        print(f"{dev.name}: {len(questions)} questions; family recall round 1 {statistics.fmean(first):.3f}, "
               f"all rounds {statistics.fmean(union):.3f}; improved by a re-query {improved}; "
               f"mean rounds {statistics.fmean(rounds):.2f}; first action {dict(actions)}", flush=True)
 

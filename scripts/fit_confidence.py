@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from evidex.config import load_config
-from evidex.evaluation.datasets import load_beir, load_questions
+from evidex.evaluation.datasets import dev_sets
 from evidex.evaluation.metrics import spearman, spearman_ceiling
 from evidex.evaluation.runner import open_eval_engine
 from evidex.evaluation.signal_check import quality
@@ -32,21 +32,13 @@ OUT = Path(__file__).resolve().parents[1] / "src" / "evidex" / "data" / "confide
 
 def collect(data: Path, limit: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     cfg = load_config()
-    sets = {
-        "k8s": ([data / "k8s" / "docs"], lambda: load_questions(data / "k8s" / "questions.jsonl")),
-        "hotpotqa": ([data / "hotpotqa" / "corpus.jsonl"],
-                     lambda: load_questions(data / "hotpotqa" / "questions.jsonl")),
-        "musique": ([data / "musique" / "corpus.jsonl"], lambda: load_questions(data / "musique" / "questions.jsonl")),
-        "scifact": ([data / "scifact" / "corpus.jsonl"],
-                    lambda: load_beir(data / "scifact" / "queries.jsonl", data / "scifact" / "qrels.tsv")),
-    }
     out = {}
-    for name, (corpus, load) in sets.items():
-        if not corpus[0].exists():
-            print(f"skip {name}: {corpus[0]} not found")
+    for dev in dev_sets(data):
+        if not dev.exists():
+            print(f"skip {dev.name}: {dev.corpus[0]} not found")
             continue
-        engine = open_eval_engine(cfg, corpus, None, log=print)
-        qs = load()[: limit or None]
+        engine = open_eval_engine(cfg, list(dev.corpus), None, log=print)
+        qs = dev.questions()[: limit or None]
         xs, ys = [], []
         for q in qs:
             outcome = engine.run(SearchRequest(query=q.text, k=10))
@@ -54,8 +46,8 @@ def collect(data: Path, limit: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             xs.append([f[k] for k in FEATURES])
             ys.append(quality(q, [c.chunk for c in outcome.ranked], 10))
         engine.close()
-        out[name] = (np.array(xs), np.array(ys))
-        print(f"{name}: {len(qs)} questions, mean quality {np.mean(ys):.3f}")
+        out[dev.name] = (np.array(xs), np.array(ys))
+        print(f"{dev.name}: {len(qs)} questions, mean quality {np.mean(ys):.3f}")
     return out
 
 

@@ -90,3 +90,32 @@ def load_beir(queries: Path, qrels: Path) -> list[Question]:
             families = tuple(FamilySpec(name=d, doc_ids=(d,)) for d in sorted(rels))
             out.append(Question(id=qid, text=text, families=families, qrels=rels))
     return out
+
+
+@dataclass(frozen=True)
+class DevSet:
+    """One development set of shared/data: its corpus paths and how to read its questions."""
+
+    name: str
+    corpus: tuple[Path, ...]
+    questions_file: Path
+    qrels_file: Path | None = None  # BEIR sets: queries in `questions_file`, relevance here
+
+    def exists(self) -> bool:
+        return all(p.exists() for p in self.corpus)
+
+    def questions(self) -> list[Question]:
+        if self.qrels_file is not None:
+            return load_beir(self.questions_file, self.qrels_file)
+        return load_questions(self.questions_file)
+
+
+def dev_sets(data: Path) -> list[DevSet]:
+    """The four development sets of shared/data, in the order the reports use."""
+    return [
+        DevSet("k8s", (data / "k8s" / "docs",), data / "k8s" / "questions.jsonl"),
+        DevSet("hotpotqa", (data / "hotpotqa" / "corpus.jsonl",), data / "hotpotqa" / "questions.jsonl"),
+        DevSet("musique", (data / "musique" / "corpus.jsonl",), data / "musique" / "questions.jsonl"),
+        DevSet("scifact", (data / "scifact" / "corpus.jsonl",), data / "scifact" / "queries.jsonl",
+               data / "scifact" / "qrels.tsv"),
+    ]
