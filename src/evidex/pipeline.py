@@ -126,7 +126,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             # The focused aspect is met by the best hits of its own search, not only by shared words.
             per_query = len(lists) // len(queries)
             focus_hits = fuse(lists[per_query:], weights[per_query:], mode, cfg.retrieval.rrf_k)[:FOCUS_TOP]
-            plan = with_focus_hits(plan, request.aspect_focus, tuple(h.record_id for h in focus_hits))
+            plan = with_known_evidence(plan, {request.aspect_focus.strip(): tuple(h.record_id for h in focus_hits)})
             hits = _with_required(hits, focus_hits)
         pool = to_candidates(parts.store, hits[:pool_limit], request.mode)
         st.n_out = len(pool)
@@ -267,17 +267,12 @@ def _readable(parts: PipelineParts, request: SearchRequest, retrieved_at: dateti
 
 
 def with_known_evidence(plan: EvidencePlan, pages: dict[str, tuple[str, ...]]) -> EvidencePlan:
-    """`plan` with each named aspect's pages as its known best evidence."""
+    """`plan` with known best evidence added per aspect name (the pages a name titles, a focused search's
+    best hits)."""
     if not pages:
         return plan
     families = tuple(dataclasses.replace(f, record_ids=tuple(dict.fromkeys([*f.record_ids, *pages[f.name]])))
                      if f.name in pages else f for f in plan.families)
-    return dataclasses.replace(plan, families=families)
-
-
-def with_focus_hits(plan: EvidencePlan, focus: str, record_ids: tuple[str, ...]) -> EvidencePlan:
-    families = tuple(dataclasses.replace(f, record_ids=record_ids) if f.name == focus.strip() else f
-                     for f in plan.families)
     return dataclasses.replace(plan, families=families)
 
 
