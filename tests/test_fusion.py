@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evidex.retrieval.fusion import FusedHit, dedupe, fuse, min_max
-from evidex.types import FusionMode, ScoredId
+from evidex.types import FusionMode, RetrievalMode, ScoredId
+from tests.conftest import CorpusWriter, EngineFactory
 
 RRF, WEIGHTED = FusionMode.RRF, FusionMode.WEIGHTED
 
@@ -206,3 +207,38 @@ def test_mathematically_tied_ids_keep_their_order_whatever_the_list_order(
     swapped = order(fuse([lists[0], lists[2], lists[1]], [weights[0], weights[2], weights[1]], mode))
     assert swapped == first
     assert first.index("b") < first.index("d")  # the tie breaks on record id
+
+
+@given(_lists_and_weights, _modes, st.integers(min_value=1, max_value=4), st.integers(min_value=0, max_value=4))
+def test_fetching_deeper_does_not_rescore_the_top(lw: tuple[list[list[ScoredId]], list[float]], mode: FusionMode,
+                                                  depth: int, extra: int) -> None:
+    """Normalised at a fixed depth, a hit within that depth of some list scores the same whether each list
+    was fetched to `depth` or deeper: asking for more results must not reorder the first ones."""
+    lists, weights = lw
+    lists = [dedupe(h) for h in lists]
+    shallow = scores(fuse([h[:depth] for h in lists], weights, mode, depth=depth))
+    deep = scores(fuse([h[:depth + extra] for h in lists], weights, mode, depth=depth))
+    top = {h.record_id for hits_ in lists for h in hits_[:depth]}
+    assert {i: deep[i] for i in top} == pytest.approx({i: shallow[i] for i in top})
+
+
+def test_without_a_depth_min_max_depends_on_how_deep_the_list_goes() -> None:
+    """Why the depth exists: the same top hits, fetched one deeper, change their normalised scores."""
+    assert min_max([3.0, 2.0]) == [1.0, 0.0]
+    assert min_max([3.0, 2.0, 1.0]) == [1.0, 0.5, 0.0]
+    assert min_max([3.0, 2.0, 1.0], depth=2) == [1.0, 0.0, 0.0]
+
+
+def test_a_deeper_search_returns_the_same_first_hits(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    """End to end on a real index: hybrid search for 2 or for 12 hits gives the same first 2, scores included."""
+    topics = ["backups", "restores", "snapshots", "retention", "encryption", "replicas", "failover", "quotas",
+              "alerts", "dashboards", "rotation", "archives"]
+    corpus = write_corpus({f"{t}.md": f"# {t.title()}\n\nHow we handle {t} for the backup service, "
+                                      f"and what {t} costs each night.\n" for t in topics})
+    engine = make_engine(retrieval={"candidate_pool": 4})
+    engine.ingest([corpus])
+    for query in ("nightly backup costs", "how are restores and snapshots handled"):
+        short = [(c.chunk.record_id, c.score) for c in engine.search(query, k=2, mode=RetrievalMode.HYBRID)]
+        deep = [(c.chunk.record_id, c.score) for c in engine.search(query, k=12, mode=RetrievalMode.HYBRID)]
+        assert len(deep) == 12
+        assert deep[:2] == short

@@ -121,11 +121,12 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                 lists.append(sparse)
                 weights.append(cfg.retrieval.sparse_weight if request.mode is RetrievalMode.HYBRID else 1.0)
         mode = FusionMode.from_str(cfg.retrieval.fusion) if len(lists) > 1 else FusionMode.WEIGHTED
-        hits = fuse(lists, weights, mode, cfg.retrieval.rrf_k)
+        hits = fuse(lists, weights, mode, cfg.retrieval.rrf_k, depth=cfg.retrieval.candidate_pool)
         if request.aspect_focus:
             # The focused aspect is met by the best hits of its own search, not only by shared words.
             per_query = len(lists) // len(queries)
-            focus_hits = fuse(lists[per_query:], weights[per_query:], mode, cfg.retrieval.rrf_k)[:FOCUS_TOP]
+            focus_hits = fuse(lists[per_query:], weights[per_query:], mode, cfg.retrieval.rrf_k,
+                              depth=cfg.retrieval.candidate_pool)[:FOCUS_TOP]
             plan = with_known_evidence(plan, {request.aspect_focus.strip(): tuple(h.record_id for h in focus_hits)})
             hits = _with_required(hits, focus_hits)
         pool = to_candidates(parts.store, hits[:pool_limit], request.mode)

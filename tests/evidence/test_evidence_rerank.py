@@ -48,6 +48,9 @@ def _scores(c: Candidate) -> dict[str, float]:
     ("What does --pool-size do and why ERR_POOL_EXHAUSTED?", ("--pool-size", "ERR_POOL_EXHAUSTED")),
     ("Is checkout.api.northwind.example on v4beta2?", ("checkout.api.northwind.example", "v4beta2")),
     ("How do I rotate keys?", ()),
+    # A hyphen inside a word starts no flag, and a camelCase or PascalCase name is taken whole.
+    ("Does AMP-activated kinase bind UreA or PodSecurity?", ("AMP-activated", "UreA", "PodSecurity")),
+    ("Run kubectl apply --dry-run=server, not -n", ("--dry-run",)),
 ])
 def test_exact_tokens(query: str, tokens: tuple[str, ...]) -> None:
     assert exact_tokens(query) == tokens

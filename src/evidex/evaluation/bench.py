@@ -325,7 +325,7 @@ def _hybrid_breakdown(engine: Engine, store: SqliteStore, queries: Sequence[str]
         sparse = store.search_sparse(q, pool, filters)
         t2 = clock()
         hits = fuse([dense, sparse], [settings.dense_weight, settings.sparse_weight],
-                    FusionMode.from_str(settings.fusion), settings.rrf_k)
+                    FusionMode.from_str(settings.fusion), settings.rrf_k, depth=settings.candidate_pool)
         t3 = clock()
         candidates(store, hits[:K], RetrievalMode.HYBRID)
         t4 = clock()

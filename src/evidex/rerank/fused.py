@@ -36,8 +36,10 @@ class RerankWeights:
     cross_encoder_top_n: int = 30
 
 
-_IDENTIFIER = re.compile(r"`([^`]+)`|(--?[a-zA-Z][\w-]+|[a-z]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|"
-                         r"\w+\.\w+(?:\.\w+)*|\w*\d\w*[A-Za-z]\w*)")
+# A flag starts a word ("--dry-run"); a hyphenated compound ("AMP-activated") is one token, not a flag
+# "-activated"; a camelCase or PascalCase name is matched whole ("PodSecurity", "clpC"), never from inside a word.
+_IDENTIFIER = re.compile(r"`([^`]+)`|((?<![\w-])--?[a-zA-Z][\w-]+|\w+(?:-\w+)+|\b[A-Za-z]?[a-z]+[A-Z]\w*|"
+                         r"[A-Z][A-Z0-9]*_[A-Z0-9_]+|\w+\.\w+(?:\.\w+)*|\w*\d\w*[A-Za-z]\w*)")
 
 
 def exact_tokens(query: str) -> tuple[str, ...]:

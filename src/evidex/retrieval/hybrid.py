@@ -40,13 +40,14 @@ def retrieve(store: Store, encode: QueryEncoder, query: str, *, mode: RetrievalM
              settings: RetrievalConfig, filters: SearchFilters | None = None) -> list[Candidate]:
     pool = max(limit, settings.candidate_pool)
     dense, sparse = dense_and_sparse(store, encode, query, mode=mode, limit=pool, filters=filters)
+    depth = settings.candidate_pool  # normalise at a fixed depth: the order must not depend on `limit`
     if mode is RetrievalMode.DENSE:
-        hits = fuse([dense], [1.0], FusionMode.WEIGHTED)
+        hits = fuse([dense], [1.0], FusionMode.WEIGHTED, depth=depth)
     elif mode is RetrievalMode.BM25:
-        hits = fuse([sparse], [1.0], FusionMode.WEIGHTED)
+        hits = fuse([sparse], [1.0], FusionMode.WEIGHTED, depth=depth)
     else:
         hits = fuse([dense, sparse], [settings.dense_weight, settings.sparse_weight],
-                    FusionMode.from_str(settings.fusion), settings.rrf_k)
+                    FusionMode.from_str(settings.fusion), settings.rrf_k, depth=depth)
     return candidates(store, hits[:limit], mode)
 
 
