@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -15,6 +16,7 @@ from urllib.parse import urlparse
 from evidex.evidence.grade import Grade
 from evidex.evidence.plan import RequiredFamily, chunk_terms, described_entities, described_phrases, terms
 from evidex.pipeline import SearchOutcome
+from evidex.types import Candidate
 
 STOP_CONDITION = "stop-no-fresh-authorized-citable-source"
 
@@ -67,7 +69,21 @@ def features(outcome: SearchOutcome) -> dict[str, float]:
         "query_term_coverage": len(found_terms) / len(q_terms) if q_terms else 0.0,
         "dense_top": max((c.dense_score or 0.0 for c in ctx), default=0.0),
         "n_context": len(ctx) / max(1, outcome.request.k),
+        "dense_commitment": dense_commitment(outcome.ranked),  # admitted candidates only
     }
+
+
+def dense_commitment(candidates: Sequence[Candidate], depth: int = 10) -> float:
+    """Normalised query commitment of the dense retriever (after Shtok et al., 2012): the spread of the top
+    admitted similarities relative to their mean. Best matches that stand out from the rest predict a well
+    answered query; a flat list, one the index cannot tell apart."""
+    by_rank = sorted((c for c in candidates if c.dense_rank is not None), key=lambda c: c.dense_rank or 0)
+    top = [c.dense_score for c in by_rank[:depth] if c.dense_score is not None]
+    if len(top) < 2:
+        return 0.0
+    mean = sum(top) / len(top)
+    spread = math.sqrt(sum((x - mean) ** 2 for x in top) / len(top))
+    return spread / mean if mean > 0 else 0.0
 
 
 def _hops_unfollowed(outcome: SearchOutcome) -> int:
