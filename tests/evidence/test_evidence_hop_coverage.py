@@ -11,7 +11,7 @@ from evidence_support import constant_encoder, counting_store, make_chunk
 from evidex.config import Config
 from evidex.evidence.plan import described_entities, described_phrases
 from evidex.pipeline import PipelineParts, SearchRequest, run_search
-from evidex.signals.compute import HOP_ASPECT, coverage, recommend
+from evidex.signals.compute import HOP_ASPECT, coverage, evidence_chain, recommend
 from evidex.types import RetrievalMode
 
 FILM = make_chunk("film", "Kiss and Tell is a 1945 comedy film starring Shirley Temple as Corliss Archer.",
@@ -95,3 +95,19 @@ def test_one_followed_page_does_not_cover_two_described_entities(tmp_path: Path)
 ])
 def test_described_phrases_start_from_a_name_innermost_first(question: str, phrases: list[str]) -> None:
     assert described_phrases(question) == phrases
+
+
+@pytest.mark.parametrize(("corpus", "reach"), [
+    ([FILM, TEMPLE, OTHER], 2),  # the film's page names Shirley Temple, whose page is in the context
+    ([FILM, OTHER], 1),  # only the page the question names
+    ([TEMPLE, OTHER], 0),  # no page the question names: nothing to reach from
+])
+def test_the_evidence_chain_starts_at_the_named_page(tmp_path: Path, corpus: list, reach: int) -> None:  # type: ignore[type-arg]
+    store = counting_store(tmp_path / f"chain{reach}", corpus)
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
+        outcome = run_search(parts, SearchRequest(CHAINED, mode=RetrievalMode.BM25))
+    finally:
+        store.close()
+    assert evidence_chain(outcome) == reach
+

@@ -170,6 +170,11 @@ def test_auto_plan_never_fails_and_respects_max_aspects(question: str, max_aspec
     ("How do I rotate keys, and how do I revoke tokens?", False),
     ("How do I rotate keys and how do I revoke tokens", False),
     ("How do I rotate the transit key?", False),
+    # A description that starts from a name nests, whatever its wording and however many clauses surround it.
+    ("What city is the star of Sous les pieds des femmes from?", True),
+    ("Humboldt Peak, in the state where Silverton is located, is part of what mountain range?", True),
+    ("How long had Mao Yushi's birthplace been the capital?", True),
+    ("How do I cap the namespace's total CPU, and stop pods from talking to other teams' pods?", False),
 ])
 def test_is_chained(question: str, chained: bool) -> None:
     assert is_chained(question) is chained

@@ -263,10 +263,14 @@ _ASKS = re.compile(r"\?\s*$|^\s*(?:what|which|who|whom|whose|when|where|why|how|
 
 def is_chained(question: str) -> bool:
     """A question composed by nesting ("the country where the composer of X was born") rather than by
-    conjunction ("how do I A, and how do I B"): one clause that describes what it asks about. A statement
+    conjunction ("how do I A, and how do I B"): one clause that describes what it asks about, or any question
+    that describes an entity starting from a name ("What city is the star of Sous les pieds des femmes
+    from?", "Humboldt Peak, in the state where Silverton is located, is part of what range?"). A statement
     ("glycolysis is one of the primary pathways") asks for no unnamed entity, so it is never chained."""
-    return (_ASKS.search(question) is not None and len(sub_questions(question)) <= 1
-            and _RELATIVE.search(question) is not None)
+    if _ASKS.search(question) is None:
+        return False
+    return (len(sub_questions(question)) <= 1 and _RELATIVE.search(question) is not None) or \
+        bool(described_phrases(question))
 
 
 # An entity the question describes instead of naming: "the country where", "the composer of", "Hello Love's

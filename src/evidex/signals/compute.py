@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlparse
 
+from evidex.evidence.bridge import titled
 from evidex.evidence.grade import Grade
 from evidex.evidence.plan import RequiredFamily, chunk_terms, described_entities, described_phrases, terms
 from evidex.pipeline import SearchOutcome
@@ -87,11 +88,36 @@ def dense_commitment(candidates: Sequence[Candidate], depth: int = 10) -> float:
 
 
 def _hops_unfollowed(outcome: SearchOutcome) -> int:
-    """Entities a nested question describes beyond the pages followed to (0 for other questions)."""
+    """Entities a nested question describes beyond the evidence that reaches them (0 for other questions):
+    at least one followed page per described entity, and a chain of evidence that long from the page the
+    question names."""
     if not (outcome.plan.chained and outcome.plan.aspects):
         return 0
+    need = max(1, described_entities(outcome.request.query))
     linked = {c.chunk.doc_id for c in outcome.context if dict(c.scores).get("linked", 0.0) > 0}
-    return max(0, max(1, described_entities(outcome.request.query)) - len(linked))
+    return max(0, need - len(linked), need - evidence_chain(outcome))
+
+
+def evidence_chain(outcome: SearchOutcome) -> int:
+    """How far the context's evidence reaches from the page the question names, in pages: that page, then
+    pages named in its text ("Kiss and Tell (film)" -> "Shirley Temple"), pages named in theirs, and so on
+    (breadth first, so each page counts at its nearest distance); 0 when no page the question names is in
+    the context."""
+    pages: dict[str, tuple[str, str]] = {}
+    for c in outcome.context:
+        title, text = pages.get(c.chunk.doc_id, (c.chunk.title, ""))
+        pages[c.chunk.doc_id] = (title, f"{text} {c.chunk.text}".lower())
+    names = [f.name for f in outcome.plan.families if f.entity]
+    bare = {d: title.split(" (")[0].split(", ")[0].lower() for d, (title, _) in pages.items()}
+    frontier = list(dict.fromkeys(c.chunk.doc_id for c in outcome.context if any(titled(c, n) for n in names)))
+    reached = set(frontier)
+    depth = 0
+    while frontier:
+        depth += 1
+        frontier = [b for b in pages if b not in reached and bare[b]
+                    and any(bare[b] in pages[a][1] for a in frontier)]
+        reached.update(frontier)
+    return depth
 
 
 def confidence(feats: dict[str, float]) -> float:
