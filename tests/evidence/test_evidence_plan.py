@@ -20,6 +20,7 @@ from evidex.evidence.plan import (
     explicit_plan,
     focus_plan,
     is_chained,
+    is_quantity,
     plan_from_dict,
     plan_question,
     sub_questions,
@@ -79,6 +80,22 @@ def test_a_compound_identifier_makes_its_parts_redundant() -> None:
 def test_a_lone_letter_or_number_is_not_an_aspect() -> None:
     assert auto_plan("Hypertension is frequently observed in type 1 diabetes patients.").aspects == ()
     assert auto_plan("Do regulatory T cells respond to IL2?").aspects == ("IL2",)
+
+
+@pytest.mark.parametrize(("token", "quantity"), [
+    ("5mmol/L", True), ("512Mi", True), ("30s", True), ("2.5GHz", True), ("10%", True),
+    ("3M", False), ("49ers", False), ("2022", False), ("MP3", False), ("v1.29", False), ("7-Eleven", False),
+])
+def test_is_quantity(token: str, quantity: bool) -> None:
+    assert is_quantity(token) is quantity
+
+
+def test_a_measurement_is_not_an_aspect() -> None:
+    """A value names no thing the evidence must be about; the names beside it stay."""
+    plan = auto_plan("Did children with SFM syndrome have a plasma lactate of more than 5mmol/L?")
+    assert plan.aspects == ("SFM",)
+    assert auto_plan("Why is my 512Mi pod OOMKilled?").aspects == ("OOMKilled",)
+    assert "3M" in auto_plan("Who founded 3M?").aspects
 
 
 def test_sentence_start_after_a_full_stop_is_not_a_name() -> None:

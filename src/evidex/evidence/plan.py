@@ -209,6 +209,20 @@ def _sentence_spans(sentence: str) -> list[str]:
     return out
 
 
+_UNITS = frozenset({"%", "ms", "s", "sec", "min", "h", "hr", "d", "m", "cm", "mm", "km", "nm", "µm", "um",
+                     "kg", "g", "mg", "µg", "ug", "ng", "l", "L", "ml", "mL", "dl", "dL", "mol", "mmol",
+                     "µmol", "umol", "nmol", "Ki", "Mi", "Gi", "Ti", "Pi", "KiB", "MiB", "GiB", "TiB", "kB",
+                     "KB", "MB", "GB", "TB", "Hz", "kHz", "MHz", "GHz", "V", "mV", "W", "kW", "mW", "°C", "°F",
+                     "IU", "U", "bpm", "mmHg", "rpm", "qps", "rps", "x"})
+_QUANTITY = re.compile(r"^\d+(?:[.,]\d+)?([^\d/\s]+)(?:/([^\d/\s]+))?$")
+
+
+def is_quantity(token: str) -> bool:
+    """A number with a unit ("5mmol/L", "512Mi", "30s", "2.5GHz"); case matters ("3M" is a name, "3m" a length)."""
+    m = _QUANTITY.match(token)
+    return m is not None and all(u is None or u in _UNITS for u in m.groups())
+
+
 def sub_questions(question: str) -> list[str]:
     parts = [" ".join(p.split()).strip(" ,.") for p in _SPLIT.split(question) if p and p.strip(" ,.")]
     return [p for p in parts if len(terms(p)) >= 2]
@@ -232,8 +246,9 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     identifiers.extend(m.group(1) for m in _IDENT.finditer(plain) if not m.group(1).replace(".", "").isdigit())
     names = [part for span in entity_spans(plain) for part in _split_conjoined(span)]
     multi = [n for n in names if len(n.split()) > 1]
-    # A lone letter or number ("T cells", "type 1 diabetes") names nothing on its own.
-    single = [n for n in names if len(n.split()) == 1 and len(n) > 1 and not n.isdigit()]
+    # A lone letter or number ("T cells", "type 1 diabetes") names nothing on its own, nor does a measurement
+    # ("5mmol/L", "512Mi", "30s"): evidence is about a thing, not a value.
+    single = [n for n in names if len(n.split()) == 1 and len(n) > 1 and not n.isdigit() and not is_quantity(n)]
     parts = sub_questions(plain)
     clauses = parts if len(parts) > 1 else []
     unique: list[str] = []
