@@ -61,11 +61,14 @@ def _names_by_relevance(text: str, q_terms: set[str]) -> list[str]:
     return [name for *_, name in sorted(scored)]
 
 
+def bare_title(title: str) -> str:
+    """A page title less its qualifier: "Kiss and Tell (film)" and "Ellis, Kansas" name "Kiss and Tell", "Ellis"."""
+    return title.split(" (")[0].split(", ")[0]
+
+
 def named(candidate: Candidate, entity: str) -> bool:
-    """The candidate's page is named by the entity itself: its title, less a qualifier ("(film)", ", Kansas"),
-    has exactly the entity's terms."""
-    title = candidate.chunk.title.split(" (")[0].split(", ")[0]
-    return set(terms(title)) == set(terms(entity)) != set()
+    """The candidate's page is named by the entity itself: its bare title has exactly the entity's terms."""
+    return set(terms(bare_title(candidate.chunk.title))) == set(terms(entity)) != set()
 
 
 def titled(candidate: Candidate, entity: str) -> bool:

@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlparse
 
-from evidex.evidence.bridge import titled
+from evidex.evidence.bridge import bare_title, titled
 from evidex.evidence.grade import Grade
 from evidex.evidence.plan import RequiredFamily, chunk_terms, described_entities, described_phrases, terms
 from evidex.pipeline import SearchOutcome
@@ -108,7 +108,7 @@ def evidence_chain(outcome: SearchOutcome) -> int:
         title, text = pages.get(c.chunk.doc_id, (c.chunk.title, ""))
         pages[c.chunk.doc_id] = (title, f"{text} {c.chunk.text}".lower())
     names = [f.name for f in outcome.plan.families if f.entity]
-    bare = {d: title.split(" (")[0].split(", ")[0].lower() for d, (title, _) in pages.items()}
+    bare = {d: bare_title(title).lower() for d, (title, _) in pages.items()}
     frontier = list(dict.fromkeys(c.chunk.doc_id for c in outcome.context if any(titled(c, n) for n in names)))
     reached = set(frontier)
     depth = 0
@@ -158,8 +158,9 @@ def coverage(outcome: SearchOutcome) -> dict[str, Any]:
     if outcome.plan.chained and outcome.plan.aspects:
         # A nested question ("the country where the composer of X was born") also needs the evidence hops
         # away: pages reached by following names out of the first evidence, at least one per entity the
-        # question describes (here two: the composer, the country). Without a named starting point ("a
-        # release that is already serving traffic") a relative clause only describes; no hop.
+        # question describes (here two: the composer, the country), connected to the page the question names
+        # (`evidence_chain`). Without a named starting point ("a release that is already serving traffic") a
+        # relative clause only describes; no hop.
         (missing if _hops_unfollowed(outcome) else covered).append(HOP_ASPECT)
     total = len(covered) + len(missing)
     by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
