@@ -1,7 +1,11 @@
-"""The cross-encoder plumbing, on a tiny randomly initialised model built locally (no download)."""
+"""The cross-encoder plumbing, on a tiny randomly initialised model built locally (no download), loaded
+with sentence-transformers and as an ONNX export."""
 
 from __future__ import annotations
 
+import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,13 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     BertForSequenceClassification(config).save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     return out
+
+
+@pytest.fixture(scope="module")
+def tiny_onnx_cross_encoder(tiny_cross_encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from evidex.rerank.cross_encoder import export_onnx
+
+    return export_onnx(tiny_cross_encoder, tmp_path_factory.mktemp("tiny-ce-onnx") / "tiny-ce")
 
 
 def test_it_scores_pairs(tiny_cross_encoder: Path) -> None:
@@ -62,3 +73,82 @@ def test_the_pipeline_applies_it_to_the_top_n_and_says_so(tiny_cross_encoder: Pa
     assert outcome.reranker["weights"]["cross_encoder"] == pytest.approx(ev.w_cross_encoder / total, abs=1e-4)
     scored = [dict(c.scores).get("cross_encoder") for c in outcome.ranked]
     assert sum(1 for s in scored if s not in (None, 0.0)) <= 2  # only the top 2 went through the model
+
+
+PAIRS = ["rotate the transit key", "bake bread at 200 degrees", "keys rotate every 30 days with vaultctl"]
+
+
+def test_the_onnx_export_scores_as_the_torch_model_does(tiny_cross_encoder: Path,
+                                                        tiny_onnx_cross_encoder: Path) -> None:
+    from evidex.rerank.cross_encoder import OnnxCrossEncoder, SentenceTransformerCrossEncoder
+
+    torch_scores = SentenceTransformerCrossEncoder(tiny_cross_encoder).score("how do I rotate keys", PAIRS)
+    onnx_scores = OnnxCrossEncoder(tiny_onnx_cross_encoder).score("how do I rotate keys", PAIRS)
+    # sentence-transformers puts a single-label model's logit through a sigmoid; ONNX returns the logit.
+    assert [1 / (1 + math.exp(-s)) for s in onnx_scores] == pytest.approx(torch_scores, abs=1e-5)
+    assert len(set(onnx_scores)) == len(PAIRS)  # the random model still tells the pairs apart
+
+
+def test_an_onnx_score_does_not_depend_on_the_other_texts_or_threads(tiny_onnx_cross_encoder: Path) -> None:
+    from evidex.rerank.cross_encoder import OnnxCrossEncoder
+
+    one = OnnxCrossEncoder(tiny_onnx_cross_encoder, threads=1)
+    many = OnnxCrossEncoder(tiny_onnx_cross_encoder, threads=4)
+    alone = one.score("rotate keys", [PAIRS[2]])[0]
+    assert many.score("rotate keys", [*PAIRS, *PAIRS])[2] == alone
+    assert one.score("rotate keys", []) == []
+    long_text = "keys rotate " * 5000  # far beyond the model's 512 positions: truncated, not an error
+    assert math.isfinite(one.score("rotate keys", [long_text])[0])
+
+
+def test_an_int8_export_loads_and_scores_reproducibly(tiny_cross_encoder: Path, tmp_path: Path) -> None:
+    from evidex.rerank.cross_encoder import export_onnx, load_cross_encoder
+
+    int8 = export_onnx(tiny_cross_encoder, tmp_path / "int8", int8=True)
+    ce = load_cross_encoder(int8)
+    first = ce.score("how do I rotate keys", PAIRS)
+    assert all(math.isfinite(s) for s in first)
+    assert ce.score("how do I rotate keys", PAIRS) == first
+    assert sorted(p.name for p in int8.iterdir()) == ["config.json", "model.onnx", "tokenizer.json"]
+
+
+def test_an_onnx_cross_encoder_needs_no_torch(tiny_onnx_cross_encoder: Path) -> None:
+    script = (
+        "import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
+        "from pathlib import Path\n"
+        "from evidex.rerank.cross_encoder import load_cross_encoder\n"
+        f"ce = load_cross_encoder(Path({str(tiny_onnx_cross_encoder)!r}))\n"
+        "print(ce.name, len(ce.score('rotate keys', ['a', 'b'])))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [f"cross-encoder:{tiny_onnx_cross_encoder.name}", "(onnx)", "2"]
+
+
+def test_an_unusable_directory_is_a_config_error(tmp_path: Path, tiny_onnx_cross_encoder: Path) -> None:
+    from evidex.rerank.cross_encoder import load_cross_encoder
+
+    with pytest.raises(ConfigError, match="not a directory"):
+        load_cross_encoder(tmp_path / "absent")
+    half = tmp_path / "half"
+    half.mkdir()
+    (half / "model.onnx").write_bytes((tiny_onnx_cross_encoder / "model.onnx").read_bytes())
+    with pytest.raises(ConfigError, match=r"tokenizer\.json"):
+        load_cross_encoder(half)
+    (half / "tokenizer.json").write_text((tiny_onnx_cross_encoder / "tokenizer.json").read_text())
+    (half / "model.onnx").write_bytes(b"not a model")
+    with pytest.raises(ConfigError, match="cannot load"):
+        load_cross_encoder(half)
+
+
+def test_the_pipeline_uses_an_onnx_cross_encoder_from_config(tiny_onnx_cross_encoder: Path, make_engine: Any,
+                                                             write_corpus: Any) -> None:
+    corpus = write_corpus({f"p{i}.md": f"# Page {i}\n\nKeys rotate every {i} days with vaultctl." for i in range(6)})
+    engine = make_engine(evidence={"cross_encoder_dir": str(tiny_onnx_cross_encoder), "cross_encoder_top_n": 3})
+    engine.ingest([corpus])
+    outcome = engine.run(SearchRequest(query="how often do keys rotate", k=3))
+    assert outcome.reranker["cross_encoder"] == f"cross-encoder:{tiny_onnx_cross_encoder.name} (onnx)"
+    scored = [dict(c.scores).get("cross_encoder") for c in outcome.ranked]
+    assert 0 < sum(1 for s in scored if s not in (None, 0.0)) <= 3
+    again = engine.run(SearchRequest(query="how often do keys rotate", k=3))
+    assert [c.chunk.record_id for c in again.ranked] == [c.chunk.record_id for c in outcome.ranked]

@@ -148,10 +148,9 @@ class Engine:
             gate = AdmissionGate(GatePolicy.from_config(self.config.gate.rules, self.config.gate.visibility))
             cross_encoder = None
             if self.config.evidence.cross_encoder_dir:
-                from evidex.rerank.cross_encoder import SentenceTransformerCrossEncoder
+                from evidex.rerank.cross_encoder import load_cross_encoder
 
-                cross_encoder = SentenceTransformerCrossEncoder(Path(self.config.evidence.cross_encoder_dir)
-                                                                .expanduser())
+                cross_encoder = load_cross_encoder(Path(self.config.evidence.cross_encoder_dir).expanduser())
             self._parts = PipelineParts(store=self.store, encode=self.encode_query, config=self.config, gate=gate,
                                         cross_encoder=cross_encoder, shapes=shapes_from_config(self.config))
         return self._parts
