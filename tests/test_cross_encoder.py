@@ -136,6 +136,8 @@ def test_an_unusable_directory_is_a_config_error(tmp_path: Path, tiny_onnx_cross
     with pytest.raises(ConfigError, match=r"tokenizer\.json"):
         load_cross_encoder(half)
     (half / "tokenizer.json").write_text((tiny_onnx_cross_encoder / "tokenizer.json").read_text())
+    with pytest.raises(ConfigError, match="runs on the CPU"):
+        load_cross_encoder(half, device="cuda")
     (half / "model.onnx").write_bytes(b"not a model")
     with pytest.raises(ConfigError, match="cannot load"):
         load_cross_encoder(half)

@@ -37,6 +37,7 @@ class IndexConfig:
 @dataclass(frozen=True)
 class EmbeddingConfig:
     backend: str = "onnx"  # onnx (int8, default) | torch (reference)
+    device: str = "cpu"  # torch backend only: cpu | cuda | cuda:N (a GPU speeds up ingest; vectors are the same)
     model_dir: str = ""  # a local sentence-transformers directory; empty = the packaged all-MiniLM-L6-v2
     threads: int = 0  # 0 = all cores for documents (queries always use one thread)
     batch_size: int = 32
@@ -79,6 +80,7 @@ class EvidenceConfig:
     exact_token_bonus: float = 0.1
     cross_encoder_dir: str = ""  # a local sentence-transformers or ONNX cross-encoder; empty = none
     cross_encoder_top_n: int = 30
+    cross_encoder_device: str = "cpu"  # cpu | cuda | cuda:N (sentence-transformers cross-encoders only)
     requery_threshold: float = 0.7  # coverage below this recommends re-query
     grade_correct: float = 0.55
     grade_incorrect: float = 0.15
@@ -236,6 +238,14 @@ def _field_type(f: dataclasses.Field[Any]) -> type[Any]:
     return {"str": str, "int": int, "float": float, "bool": bool}[str(f.type)]
 
 
+_DEVICE = re.compile(r"^(?:cpu|cuda(?::\d+)?)$")
+
+
+def check_device(key: str, device: str) -> None:
+    if not _DEVICE.match(device):
+        raise ConfigError(f"config key '{key}': {device!r} is not cpu, cuda or cuda:N")
+
+
 def _validate(name: str, section: Any) -> None:
     if isinstance(section, RetrievalConfig):
         try:
@@ -257,6 +267,10 @@ def _validate(name: str, section: Any) -> None:
     if isinstance(section, EmbeddingConfig):
         if section.backend not in {"onnx", "torch"}:
             raise ConfigError(f"config key 'embedding.backend': {section.backend!r} is not one of onnx, torch")
+        check_device("embedding.device", section.device)
+        if section.device != "cpu" and section.backend != "torch":
+            raise ConfigError(f"config key 'embedding.device': {section.device!r} needs backend = 'torch' "
+                              "(the ONNX backend runs on the CPU)")
         if section.batch_size < 1:
             raise ConfigError("config key 'embedding.batch_size' must be >= 1")
     if isinstance(section, GateConfig):
@@ -266,6 +280,7 @@ def _validate(name: str, section: Any) -> None:
     if isinstance(section, EvidenceConfig):
         if section.grade_incorrect > section.grade_correct:
             raise ConfigError("config keys 'evidence.grade_incorrect' must be <= 'evidence.grade_correct'")
+        check_device("evidence.cross_encoder_device", section.cross_encoder_device)
         if min(section.pool_size, section.wide_limit, section.max_aspects + 1) < 1:
             raise ConfigError("config keys 'evidence.pool_size' and 'evidence.wide_limit' must be >= 1")
     if isinstance(section, IndexConfig) and section.backend not in {"sqlite", "milvus"}:

@@ -66,7 +66,7 @@ def configured_embedder(config: Config) -> Embedder:
 
     e = config.embedding
     model_dir = Path(e.model_dir).expanduser() if e.model_dir else default_model_dir()
-    return load_embedder(e.backend, model_dir, config.cache_dir, e.threads or None)
+    return load_embedder(e.backend, model_dir, config.cache_dir, e.threads or None, e.device)
 
 
 class Engine:
@@ -150,7 +150,8 @@ class Engine:
             if self.config.evidence.cross_encoder_dir:
                 from evidex.rerank.cross_encoder import load_cross_encoder
 
-                cross_encoder = load_cross_encoder(Path(self.config.evidence.cross_encoder_dir).expanduser())
+                ev = self.config.evidence
+                cross_encoder = load_cross_encoder(Path(ev.cross_encoder_dir).expanduser(), ev.cross_encoder_device)
             self._parts = PipelineParts(store=self.store, encode=self.encode_query, config=self.config, gate=gate,
                                         cross_encoder=cross_encoder, shapes=shapes_from_config(self.config))
         return self._parts

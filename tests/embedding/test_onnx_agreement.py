@@ -33,6 +33,14 @@ _LONG = (
     "working set in the metrics server, look at the node's allocatable memory, and check whether system "
     "daemons have a kube-reserved and system-reserved budget. "
 )
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
 LONG_A = _LONG * 3  # well past 256 tokens
 LONG_B = (
     "Our deployment pipeline builds a container image for every merge to the main branch, signs it, "
@@ -284,3 +292,11 @@ def test_onnx_without_torch_and_without_export_explains(
     with pytest.raises(BackendUnavailable, match=r"pip install 'evidex\[torch\]'") as info:
         load_embedder("onnx", model_dir, tmp_path / "cache")
     assert "not built yet" in str(info.value)
+
+
+@pytest.mark.skipif(_cuda_available(), reason="this machine has a CUDA GPU; the error is for machines without one")
+def test_asking_for_a_gpu_without_one_is_a_clear_error() -> None:
+    with pytest.raises(BackendUnavailable, match="sees no CUDA GPU"):
+        load_embedder("torch", default_model_dir(), Path("/nonexistent"), device="cuda")
+    with pytest.raises(ValueError, match="needs backend 'torch'"):
+        load_embedder("onnx", default_model_dir(), Path("/nonexistent"), device="cuda")

@@ -53,20 +53,23 @@ def onnx_cache_dir(model_dir: Path, cache_dir: Path) -> Path:
 
 
 def load_embedder(
-    backend: str, model_dir: Path | None, cache_dir: Path, threads: int | None = None
+    backend: str, model_dir: Path | None, cache_dir: Path, threads: int | None = None, device: str = "cpu"
 ) -> Embedder:
     """Build an embedder for model_dir (None: the default model).
 
     backend "onnx" (the default choice) exports model_dir once into cache_dir/models/ (needs torch
     that one time) and then runs on onnxruntime; "torch"/"sentence-transformers" runs the reference
-    model. threads bounds document encoding; queries always run on one thread.
+    model (on `device`: cpu, cuda, cuda:N). threads bounds document encoding on the CPU; queries always run on
+    one thread.
     """
     key = backend.strip().lower()
     if key not in BACKENDS:
         raise ValueError(f"unknown embedding backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
     source = Path(model_dir) if model_dir is not None else default_model_dir()
     if key in TORCH_BACKENDS:
-        return SentenceTransformerEmbedder(source, threads=threads)
+        return SentenceTransformerEmbedder(source, threads=threads, device=device)
+    if device != "cpu":
+        raise ValueError(f"the ONNX backend runs on the CPU; device {device!r} needs backend 'torch'")
     target = onnx_cache_dir(source, cache_dir)
     if not is_valid_export(target, weights_sha256(source)):
         try:

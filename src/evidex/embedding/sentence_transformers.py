@@ -1,4 +1,5 @@
-"""Reference embedder: sentence-transformers on torch (CPU), loaded from a local directory only."""
+"""Reference embedder: sentence-transformers on torch (CPU, or a CUDA GPU for fast ingest), loaded from a local
+directory only."""
 
 from __future__ import annotations
 
@@ -21,9 +22,14 @@ _TORCH_LOCK = threading.Lock()  # torch's thread count is process-wide
 
 
 class SentenceTransformerEmbedder:
-    """Sentence-transformers model; queries on one torch thread, documents on `threads`."""
+    """Sentence-transformers model; on the CPU, queries on one torch thread and documents on `threads`.
 
-    def __init__(self, model_dir: Path, threads: int | None = None, batch_size: int = 32) -> None:
+    `device` "cuda" / "cuda:N" runs it on a GPU. The vectors are the same model's up to float rounding
+    (measured by scripts/bench_gpu.py), so the fingerprint does not name the device: an index embedded on a GPU
+    is searched with the same model on a CPU."""
+
+    def __init__(self, model_dir: Path, threads: int | None = None, batch_size: int = 32,
+                 device: str = "cpu") -> None:
         try:
             with _offline():  # huggingface_hub reads HF_HUB_OFFLINE when first imported
                 import torch
@@ -38,13 +44,16 @@ class SentenceTransformerEmbedder:
         self._dir = Path(model_dir).resolve()
         if not self._dir.is_dir():
             raise EmbeddingError(f"model directory not found: {self._dir}")
+        if device != "cpu" and not torch.cuda.is_available():
+            raise BackendUnavailable(f"embedding device {device!r} was asked for, but torch {torch.__version__} "
+                                     "sees no CUDA GPU here; use device = 'cpu'")
         self._torch: Any = torch
         self._threads = threads or os.cpu_count() or 1
         self._batch_size = batch_size
         self._fingerprint = f"st:{self._dir.name}:{_config_hash(self._dir)}"
         try:
             with _offline():
-                self._model: Any = SentenceTransformer(str(self._dir), device="cpu", local_files_only=True)
+                self._model: Any = SentenceTransformer(str(self._dir), device=device, local_files_only=True)
         except Exception as exc:  # sentence-transformers/transformers raise many types
             raise EmbeddingError(f"cannot load sentence-transformers model from {self._dir}: {exc}") from exc
         self._model.eval()

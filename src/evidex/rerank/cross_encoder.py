@@ -34,23 +34,26 @@ _DEFAULT_MAX_LENGTH = 512
 class SentenceTransformerCrossEncoder:
     """`CrossEncoder` protocol on sentence-transformers (torch), loaded from a local directory only."""
 
-    def __init__(self, model_dir: Path, *, max_length: int = 256) -> None:
+    def __init__(self, model_dir: Path, *, max_length: int = 256, device: str = "cpu") -> None:
         if not (model_dir / "config.json").is_file():
             raise ConfigError(f"{_CONFIG_KEY}: {model_dir} has no config.json")
         try:
+            import torch
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
             raise BackendUnavailable(f"a cross-encoder needs torch: pip install 'evidex[torch]' ({exc})") from None
+        if device != "cpu" and not torch.cuda.is_available():
+            raise BackendUnavailable(f"cross-encoder device {device!r} was asked for, but torch {torch.__version__} "
+                                     "sees no CUDA GPU here; use cross_encoder_device = 'cpu'")
         self.name = f"cross-encoder:{model_dir.name}"
-        self._model = CrossEncoder(str(model_dir), max_length=max_length, device="cpu",
-                                   local_files_only=True)
+        self._model = CrossEncoder(str(model_dir), max_length=max_length, device=device, local_files_only=True)
         self._lock = threading.Lock()
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
         with self._lock:
-            scores = self._model.predict([(query, t) for t in texts], batch_size=16, show_progress_bar=False)
+            scores = self._model.predict([(query, t) for t in texts], batch_size=32, show_progress_bar=False)
         return [float(s) for s in scores]
 
 
@@ -110,13 +113,17 @@ class OnnxCrossEncoder:
         return float(row[0] if row.size == 1 else row[-1] - row[0])
 
 
-def load_cross_encoder(model_dir: Path) -> SentenceTransformerCrossEncoder | OnnxCrossEncoder:
-    """The cross-encoder in `model_dir`: ONNX when it holds a model.onnx, else sentence-transformers."""
+def load_cross_encoder(model_dir: Path, device: str = "cpu") -> SentenceTransformerCrossEncoder | OnnxCrossEncoder:
+    """The cross-encoder in `model_dir`: ONNX (on the CPU) when it holds a model.onnx, else sentence-transformers
+    on `device`."""
     if not model_dir.is_dir():
         raise ConfigError(f"{_CONFIG_KEY}: {model_dir} is not a directory")
     if (model_dir / ONNX_MODEL_FILE).is_file():
+        if device != "cpu":
+            raise ConfigError(f"{_CONFIG_KEY}: {model_dir} is an ONNX model, which runs on the CPU; "
+                              f"cross_encoder_device {device!r} needs a sentence-transformers directory")
         return OnnxCrossEncoder(model_dir)
-    return SentenceTransformerCrossEncoder(model_dir)
+    return SentenceTransformerCrossEncoder(model_dir, device=device)
 
 
 def _max_length(model_dir: Path) -> int:
