@@ -40,8 +40,9 @@ def confidence_model() -> dict[str, Any]:
     return dict(json.loads(text))
 
 
-def features(outcome: SearchOutcome) -> dict[str, float]:
-    """The quantities confidence is fitted on. All in [0, 1] or small ranges; cheap to compute."""
+def features(outcome: SearchOutcome, hops: int | None = None) -> dict[str, float]:
+    """The quantities confidence is fitted on. All in [0, 1] or small ranges; cheap to compute. `hops`:
+    `hops_unfollowed(outcome)` when the caller has it already."""
     ctx = outcome.context
     scores = sorted((c.score for c in ctx), reverse=True)
     families = outcome.families
@@ -56,7 +57,7 @@ def features(outcome: SearchOutcome) -> dict[str, float]:
     best_match = [max((f.match_score(c.chunk) for c in ctx), default=0.0) for f in outcome.plan.families]
     linked = [dict(c.scores).get("linked", 0.0) for c in ctx]
     return {
-        "hops_unfollowed": _hops_unfollowed(outcome) / 3,
+        "hops_unfollowed": (hops_unfollowed(outcome) if hops is None else hops) / 3,
         "coverage": coverage,
         "min_family_match": min(best_match, default=1.0),
         "n_families": len(outcome.plan.families) / 6,
@@ -87,7 +88,7 @@ def dense_commitment(candidates: Sequence[Candidate], depth: int = 10) -> float:
     return spread / mean if mean > 0 else 0.0
 
 
-def _hops_unfollowed(outcome: SearchOutcome) -> int:
+def hops_unfollowed(outcome: SearchOutcome) -> int:
     """Entities a nested question describes beyond the evidence that reaches them (0 for other questions):
     at least one followed page per described entity, and a chain of evidence that long from the page the
     question names."""
@@ -153,7 +154,7 @@ def aspect_coverage(outcome: SearchOutcome) -> tuple[list[str], list[str]]:
 HOP_ASPECT = "the entities the question describes (further hops)"
 
 
-def coverage(outcome: SearchOutcome) -> dict[str, Any]:
+def coverage(outcome: SearchOutcome, hops: int | None = None) -> dict[str, Any]:
     covered, missing = aspect_coverage(outcome)
     if outcome.plan.chained and outcome.plan.aspects:
         # A nested question ("the country where the composer of X was born") also needs the evidence hops
@@ -161,7 +162,7 @@ def coverage(outcome: SearchOutcome) -> dict[str, Any]:
         # question describes (here two: the composer, the country), connected to the page the question names
         # (`evidence_chain`). Without a named starting point ("a release that is already serving traffic") a
         # relative clause only describes; no hop.
-        (missing if _hops_unfollowed(outcome) else covered).append(HOP_ASPECT)
+        (missing if (hops_unfollowed(outcome) if hops is None else hops) else covered).append(HOP_ASPECT)
     total = len(covered) + len(missing)
     by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
     for f in outcome.families:
