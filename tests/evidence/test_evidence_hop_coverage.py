@@ -70,6 +70,9 @@ def test_a_relative_clause_without_a_named_start_is_no_hop(tmp_path: Path) -> No
     ("What is the name of the waterfall in the country where the Bubye River is found?", 1),  # "name of": asked
     ("In which country was the composer of Kiss and Tell born?", 1),
     ("When was Kiss and Tell released?", 0),
+    # A relation by origin or likeness describes an entity too: "the drummer from X", "the same year as Y".
+    ("Which label signed the drummer from Bloc Party?", 1),
+    ("Which novel came out in the same year as the sequel of Middlemarch?", 2),
 ])
 def test_described_entities(question: str, described: int) -> None:
     assert described_entities(question) == described
@@ -85,6 +88,19 @@ def test_one_followed_page_does_not_cover_two_described_entities(tmp_path: Path)
     assert HOP_ASPECT in cov["aspects_missing"]
 
 
+def test_a_followed_page_the_named_page_does_not_lead_to_is_not_the_hop(tmp_path: Path) -> None:
+    """Shirley Temple's page was found by following a name out of another page; the page the question names
+    (the film) does not name her, so the context does not show that she is the woman it describes."""
+    film = make_chunk("film", "Kiss and Tell is a 1945 comedy film about a teenage girl and her family.",
+                      title="Kiss and Tell (film)")
+    review = make_chunk("review", "The woman who portrayed Corliss Archer in the film was Shirley Temple, "
+                                  "critics wrote of the government position comedy.", title="Comedy reviews")
+    cov, _ = _coverage(tmp_path / "detached", [film, review, TEMPLE, OTHER])
+    assert HOP_ASPECT in cov["aspects_missing"]
+    cov, _ = _coverage(tmp_path / "attached", [FILM, review, TEMPLE, OTHER])  # the film's page names her
+    assert HOP_ASPECT in cov["aspects_covered"]
+
+
 @pytest.mark.parametrize(("question", "phrases"), [
     ("Who was in charge of the country where the composer of Aschenbrodel was a citizen?",
      ["the composer of Aschenbrodel was a citizen", "the country where the composer of Aschenbrodel was a citizen"]),
@@ -92,6 +108,9 @@ def test_one_followed_page_does_not_cover_two_described_entities(tmp_path: Path)
     ("Who is the spouse of Big Eye's main director?",
      ["Big Eye's main director", "the spouse of Big Eye's main director"]),
     ("What is the rollback procedure for a bad release that is already serving production traffic?", []),
+    # A quoted string or code span is a name too; a description ends with its sentence.
+    ('Which army invaded the country whose domain was ".cs"?', ['the country whose domain was ".cs"']),
+    ("I spread the replicas of a web tier across zones. When should I use `maxSkew`?", []),
 ])
 def test_described_phrases_start_from_a_name_innermost_first(question: str, phrases: list[str]) -> None:
     assert described_phrases(question) == phrases

@@ -192,6 +192,8 @@ def test_auto_plan_never_fails_and_respects_max_aspects(question: str, max_aspec
     ("Humboldt Peak, in the state where Silverton is located, is part of what mountain range?", True),
     ("How long had Mao Yushi's birthplace been the capital?", True),
     ("How do I cap the namespace's total CPU, and stop pods from talking to other teams' pods?", False),
+    ("What instrument does the drummer from Bloc Party play?", True),
+    ("Which novel was published in the same year as Middlemarch?", True),
 ])
 def test_is_chained(question: str, chained: bool) -> None:
     assert is_chained(question) is chained

@@ -288,10 +288,12 @@ def is_chained(question: str) -> bool:
         bool(described_phrases(question))
 
 
-# An entity the question describes instead of naming: "the country where", "the composer of", "Hello Love's
-# performer". Attribute nouns ("the name of", "the number of") ask about an entity; they are not one.
+# An entity the question describes instead of naming: "the country where", "the composer of", "the drummer from",
+# "the same book as", "Hello Love's performer". Attribute nouns ("the name of", "the number of") ask about an
+# entity; they are not one.
 _DESCRIBED = re.compile(r"\b(?:the|a|an|this|that|its|his|her|their)\s+(?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*\s+"
-                        r"(?:where|of|that|which|who|whose|whom|in which|on which|at which|by which|from which|when)\b"
+                        r"(?:where|of|that|which|who|whose|whom|in which|on which|at which|by which|from which|when|"
+                        r"from|as)\b"
                         r"|['’]s\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*\b")
 _ATTRIBUTE = re.compile(r"\b(?:name|names|instance|member|part|type|kind|number|amount|basis|end|start|beginning|"
                         r"one|most|rest|top|bottom|area|size|time|year|date)\s+of\b")
@@ -308,7 +310,9 @@ def described_phrases(question: str) -> list[str]:
     """The descriptions of a nested question that start from a name, innermost first: what to search for
     next when a hop is missing ("the composer of Aschenbrodel was a citizen", "Hello Love's performer lived
     in when he died")."""
-    names = entity_spans(question)
+    # A quoted string or code span names something as surely as a capitalised one ("the country whose ccTLD
+    # was ".cs"").
+    names = [*entity_spans(question), *(m.group(1) for p in (_CODE, _QUOTED) for m in p.finditer(question))]
     found: list[str] = []
     for m in _DESCRIBED.finditer(question):
         if _ATTRIBUTE.search(m.group(0)):
@@ -320,7 +324,8 @@ def described_phrases(question: str) -> list[str]:
             if owner is None:
                 continue
             start -= len(owner)
-        phrase = re.split(r"[,;?]", question[start:], maxsplit=1)[0].strip()
+        sentence = _SENTENCE_END.split(question[start:], maxsplit=1)[0]  # a description ends with its sentence
+        phrase = re.split(r"[,;?]", sentence, maxsplit=1)[0].strip().rstrip(".")
         have = set(terms(phrase))
         if any(set(terms(n)) <= have for n in names):
             found.append(phrase)

@@ -89,14 +89,19 @@ def dense_commitment(candidates: Sequence[Candidate], depth: int = 10) -> float:
 
 
 def hops_unfollowed(outcome: SearchOutcome) -> int:
-    """Entities a nested question describes beyond the evidence that reaches them (0 for other questions):
-    at least one followed page per described entity, and a chain of evidence that long from the page the
-    question names."""
+    """Entities a nested question describes beyond the evidence that reaches them (0 for other questions).
+
+    Besides the page the question names, it needs one page per entity it describes ("the country where the
+    composer of X was born": the composer's page, the country's), so a chain of evidence that many pages plus
+    one from the named page (`evidence_chain`). Pages do not always name each other verbatim, so a bridge that
+    followed that many pages stands in for the chain; and at least one followed page and a chain as long as the
+    count are always needed."""
     if not (outcome.plan.chained and outcome.plan.aspects):
         return 0
     need = max(1, described_entities(outcome.request.query))
-    linked = {c.chunk.doc_id for c in outcome.context if dict(c.scores).get("linked", 0.0) > 0}
-    return max(0, need - len(linked), need - evidence_chain(outcome))
+    linked = len({c.chunk.doc_id for c in outcome.context if dict(c.scores).get("linked", 0.0) > 0})
+    chain = evidence_chain(outcome)
+    return max(0, need - linked, need - chain, min(need + 1 - chain, need + 1 - linked))
 
 
 def evidence_chain(outcome: SearchOutcome) -> int:
