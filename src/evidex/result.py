@@ -18,7 +18,7 @@ from evidex.admission.verification import EvidenceStatus, Verification, status_o
 from evidex.evidence.assemble import group_by_source
 from evidex.ingest.provenance import format_time
 from evidex.pipeline import SearchOutcome
-from evidex.signals.compute import confidence, coverage, features, hops_unfollowed, recommend, source_diversity
+from evidex.signals.compute import confidence, coverage, features, nesting, recommend, source_diversity
 from evidex.types import Candidate
 
 RESULT_VERSION = 1
@@ -86,10 +86,10 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
         first = group[0].chunk
         evidence.append({"source": first.source, "title": first.title, "citation_uri": first.provenance.citation_uri,
                          "chunks": [_chunk(c, outcome, verifications) for c in group]})
-    hops = hops_unfollowed(outcome)  # both the coverage and the confidence features read it
-    cov = coverage(outcome, hops)
+    nest = nesting(outcome)  # both the coverage and the confidence features read it
+    cov = coverage(outcome, nest)
     rec = recommend(outcome, cov, threshold=ctx.requery_threshold, default_owner=ctx.default_owner)
-    feats = features(outcome, hops)
+    feats = features(outcome, nest)
     gate = outcome.gate
     rejected = gate.to_dict(ctx.visibility) if gate is not None else None
     if rejected is not None:

@@ -1,12 +1,17 @@
-"""Confidence features that read retrieval scores: what they measure, on hand-made candidates."""
+"""Confidence features: what they measure, on hand-made candidates and tiny indexes."""
 
 from __future__ import annotations
 
-import pytest
-from evidence_support import make_chunk
+from pathlib import Path
 
-from evidex.signals.compute import dense_commitment
-from evidex.types import Candidate
+import pytest
+from evidence_support import constant_encoder, counting_store, make_chunk
+
+from evidex.config import Config
+from evidex.pipeline import PipelineParts, SearchRequest, run_search
+from evidex.signals.compute import Nesting, dense_commitment, features
+from evidex.trace import StageSwitches
+from evidex.types import Candidate, RetrievalMode
 
 
 def _ranked(scores: list[float | None]) -> list[Candidate]:
@@ -30,3 +35,34 @@ def test_too_few_dense_scores_commit_nothing() -> None:
     assert dense_commitment(_ranked([0.7])) == 0.0
     assert dense_commitment(_ranked([None, None])) == 0.0
     assert dense_commitment([]) == 0.0
+
+
+@pytest.mark.parametrize(("nest", "reach", "unfollowed"), [
+    (Nesting(nested=False), 1.0, 0),
+    (Nesting(nested=True, need=1, linked=1, chain=2), 1.0, 0),  # named page -> the page it describes
+    (Nesting(nested=True, need=2, linked=2, chain=2), 0.5, 1),  # one of two described entities reached
+    (Nesting(nested=True, need=1, linked=2, chain=1), 0.0, 0),  # a wider bridge stands in for the chain
+    (Nesting(nested=True, need=1, linked=1, chain=1), 0.0, 1),
+    (Nesting(nested=True, need=2, linked=0, chain=0), 0.0, 2),  # no named page in the context
+])
+def test_nesting_reach_and_unfollowed_hops(nest: Nesting, reach: float, unfollowed: int) -> None:
+    assert nest.reach == reach
+    assert nest.hops_unfollowed == unfollowed
+
+
+def test_the_grade_feature_follows_the_crag_grade(tmp_path: Path) -> None:
+    """A context graded correct reads higher than one with nothing validated; ungraded is neutral."""
+    on_topic = make_chunk("keys", "Vaultline rotates the transit key every 30 days.", title="Key rotation")
+    store = counting_store(tmp_path, [on_topic])
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
+        graded = run_search(parts, SearchRequest("how often does vaultline rotate the transit key",
+                                                 mode=RetrievalMode.BM25))
+        ungraded = run_search(parts, SearchRequest("how often does vaultline rotate the transit key",
+                                                   mode=RetrievalMode.BM25, switches=StageSwitches.only("rerank")))
+    finally:
+        store.close()
+    assert graded.graded is not None
+    expected = {"correct": 1.0, "ambiguous": 0.5, "incorrect": 0.0}[graded.graded.overall.value]
+    assert features(graded)["grade"] == expected
+    assert features(ungraded)["grade"] == 0.5

@@ -40,9 +40,10 @@ def confidence_model() -> dict[str, Any]:
     return dict(json.loads(text))
 
 
-def features(outcome: SearchOutcome, hops: int | None = None) -> dict[str, float]:
-    """The quantities confidence is fitted on. All in [0, 1] or small ranges; cheap to compute. `hops`:
-    `hops_unfollowed(outcome)` when the caller has it already."""
+def features(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, float]:
+    """The quantities confidence is fitted on. All in [0, 1] or small ranges; cheap to compute. `nest`:
+    `nesting(outcome)` when the caller has it already."""
+    nest = nest or nesting(outcome)
     ctx = outcome.context
     scores = sorted((c.score for c in ctx), reverse=True)
     families = outcome.families
@@ -57,7 +58,9 @@ def features(outcome: SearchOutcome, hops: int | None = None) -> dict[str, float
     best_match = [max((f.match_score(c.chunk) for c in ctx), default=0.0) for f in outcome.plan.families]
     linked = [dict(c.scores).get("linked", 0.0) for c in ctx]
     return {
-        "hops_unfollowed": (hops_unfollowed(outcome) if hops is None else hops) / 3,
+        "hops_unfollowed": nest.hops_unfollowed / 3,
+        "chain_reach": nest.reach,
+        "grade": _GRADE_VALUE[outcome.graded.overall] if outcome.graded is not None else 0.5,
         "coverage": coverage,
         "min_family_match": min(best_match, default=1.0),
         "n_families": len(outcome.plan.families) / 6,
@@ -75,6 +78,9 @@ def features(outcome: SearchOutcome, hops: int | None = None) -> dict[str, float
     }
 
 
+_GRADE_VALUE = {Grade.CORRECT: 1.0, Grade.AMBIGUOUS: 0.5, Grade.INCORRECT: 0.0}  # the CRAG grade of the context
+
+
 def dense_commitment(candidates: Sequence[Candidate], depth: int = 10) -> float:
     """Normalised query commitment of the dense retriever (after Shtok et al., 2012): the spread of the top
     admitted similarities relative to their mean. Best matches that stand out from the rest predict a well
@@ -88,20 +94,42 @@ def dense_commitment(candidates: Sequence[Candidate], depth: int = 10) -> float:
     return spread / mean if mean > 0 else 0.0
 
 
-def hops_unfollowed(outcome: SearchOutcome) -> int:
-    """Entities a nested question describes beyond the evidence that reaches them (0 for other questions).
+@dataclass(frozen=True)
+class Nesting:
+    """How far a nested question's evidence reaches: the entities it describes (`need`), the followed pages in
+    the context (`linked`), and the evidence chain from the page it names (`chain`, in pages)."""
 
-    Besides the page the question names, it needs one page per entity it describes ("the country where the
-    composer of X was born": the composer's page, the country's), so a chain of evidence that many pages plus
-    one from the named page (`evidence_chain`). Pages do not always name each other verbatim, so a bridge that
-    followed that many pages stands in for the chain; and at least one followed page and a chain as long as the
-    count are always needed."""
+    nested: bool
+    need: int = 0
+    linked: int = 0
+    chain: int = 0
+
+    @property
+    def hops_unfollowed(self) -> int:
+        """Described entities the evidence does not reach (0 for a question that does not nest).
+
+        Besides the page the question names, it needs one page per entity it describes ("the country where
+        the composer of X was born": the composer's page, the country's), so a chain of that many pages plus
+        one from the named page. Pages do not always name each other verbatim, so a bridge that followed that
+        many pages stands in for the chain; at least one followed page and a chain as long as the count are
+        always needed."""
+        if not self.nested:
+            return 0
+        need, linked, chain = self.need, self.linked, self.chain
+        return min(need, max(0, need - linked, need - chain, min(need + 1 - chain, need + 1 - linked)))
+
+    @property
+    def reach(self) -> float:
+        """The share of the described entities the chain from the named page reaches (1.0 when not nested)."""
+        return max(0.0, min(1.0, (self.chain - 1) / self.need)) if self.nested else 1.0
+
+
+def nesting(outcome: SearchOutcome) -> Nesting:
     if not (outcome.plan.chained and outcome.plan.aspects):
-        return 0
-    need = max(1, described_entities(outcome.request.query))
-    linked = len({c.chunk.doc_id for c in outcome.context if dict(c.scores).get("linked", 0.0) > 0})
-    chain = evidence_chain(outcome)
-    return max(0, need - linked, need - chain, min(need + 1 - chain, need + 1 - linked))
+        return Nesting(nested=False)
+    return Nesting(nested=True, need=max(1, described_entities(outcome.request.query)),
+                   linked=len({c.chunk.doc_id for c in outcome.context if dict(c.scores).get("linked", 0.0) > 0}),
+                   chain=evidence_chain(outcome))
 
 
 def evidence_chain(outcome: SearchOutcome) -> int:
@@ -159,7 +187,7 @@ def aspect_coverage(outcome: SearchOutcome) -> tuple[list[str], list[str]]:
 HOP_ASPECT = "the entities the question describes (further hops)"
 
 
-def coverage(outcome: SearchOutcome, hops: int | None = None) -> dict[str, Any]:
+def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, Any]:
     covered, missing = aspect_coverage(outcome)
     if outcome.plan.chained and outcome.plan.aspects:
         # A nested question ("the country where the composer of X was born") also needs the evidence hops
@@ -167,7 +195,7 @@ def coverage(outcome: SearchOutcome, hops: int | None = None) -> dict[str, Any]:
         # question describes (here two: the composer, the country), connected to the page the question names
         # (`evidence_chain`). Without a named starting point ("a release that is already serving traffic") a
         # relative clause only describes; no hop.
-        (missing if (hops_unfollowed(outcome) if hops is None else hops) else covered).append(HOP_ASPECT)
+        (missing if (nest or nesting(outcome)).hops_unfollowed else covered).append(HOP_ASPECT)
     total = len(covered) + len(missing)
     by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
     for f in outcome.families:
