@@ -143,6 +143,21 @@ def test_an_unusable_directory_is_a_config_error(tmp_path: Path, tiny_onnx_cross
         load_cross_encoder(half)
 
 
+def test_the_command_line_exports_one(tiny_cross_encoder: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from evidex.interfaces.cli import app
+
+    runner = CliRunner()
+    done = runner.invoke(app, ["export-cross-encoder", str(tiny_cross_encoder), str(tmp_path / "ce"), "--int8"])
+    assert done.exit_code == 0, done.output
+    assert f'cross_encoder_dir = "{tmp_path / "ce"}"' in " ".join(done.stdout.split())
+    assert (tmp_path / "ce" / "model.onnx").is_file()
+    bad = runner.invoke(app, ["export-cross-encoder", str(tmp_path), str(tmp_path / "nothing")])
+    assert bad.exit_code == 3 and "cannot load a cross-encoder" in bad.stderr
+    assert not (tmp_path / "nothing").exists()
+
+
 def test_the_pipeline_uses_an_onnx_cross_encoder_from_config(tiny_onnx_cross_encoder: Path, make_engine: Any,
                                                              write_corpus: Any) -> None:
     corpus = write_corpus({f"p{i}.md": f"# Page {i}\n\nKeys rotate every {i} days with vaultctl." for i in range(6)})

@@ -149,9 +149,12 @@ def export_onnx(model_dir: Path, out_dir: Path, *, int8: bool = False) -> Path:
     except ImportError as exc:
         raise BackendUnavailable(f"exporting a cross-encoder needs torch: pip install 'evidex[torch]' ({exc})"
                                  ) from None
-    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), local_files_only=True,
-                                                               attn_implementation="eager").eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), local_files_only=True,
+                                                                   attn_implementation="eager").eval()
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+    except (OSError, ValueError) as exc:  # transformers' errors for a directory that holds no such model
+        raise ConfigError(f"cannot load a cross-encoder from {model_dir}: {exc}") from None
     sample = tokenizer(["a query", "another query"], ["a passage to score", "short"], padding=True,
                        return_tensors="pt")
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
