@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from evidence_support import constant_encoder, counting_store, make_chunk
+from evidence_support import make_chunk
 
-from evidex.config import Config
-from evidex.pipeline import PipelineParts, SearchRequest, run_search
-from evidex.signals.compute import Nesting, dense_commitment, features
-from evidex.trace import StageSwitches
-from evidex.types import Candidate, RetrievalMode
+from evidex.signals.compute import Nesting, dense_commitment
+from evidex.types import Candidate
 
 
 def _ranked(scores: list[float | None]) -> list[Candidate]:
@@ -48,21 +43,3 @@ def test_too_few_dense_scores_commit_nothing() -> None:
 def test_nesting_reach_and_unfollowed_hops(nest: Nesting, reach: float, unfollowed: int) -> None:
     assert nest.reach == reach
     assert nest.hops_unfollowed == unfollowed
-
-
-def test_the_grade_feature_follows_the_crag_grade(tmp_path: Path) -> None:
-    """A context graded correct reads higher than one with nothing validated; ungraded is neutral."""
-    on_topic = make_chunk("keys", "Vaultline rotates the transit key every 30 days.", title="Key rotation")
-    store = counting_store(tmp_path, [on_topic])
-    try:
-        parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
-        graded = run_search(parts, SearchRequest("how often does vaultline rotate the transit key",
-                                                 mode=RetrievalMode.BM25))
-        ungraded = run_search(parts, SearchRequest("how often does vaultline rotate the transit key",
-                                                   mode=RetrievalMode.BM25, switches=StageSwitches.only("rerank")))
-    finally:
-        store.close()
-    assert graded.graded is not None
-    expected = {"correct": 1.0, "ambiguous": 0.5, "incorrect": 0.0}[graded.graded.overall.value]
-    assert features(graded)["grade"] == expected
-    assert features(ungraded)["grade"] == 0.5

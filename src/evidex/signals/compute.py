@@ -60,7 +60,6 @@ def features(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, f
     return {
         "hops_unfollowed": nest.hops_unfollowed / 3,
         "chain_reach": nest.reach,
-        "grade": _GRADE_VALUE[outcome.graded.overall] if outcome.graded is not None else 0.5,
         "coverage": coverage,
         "min_family_match": min(best_match, default=1.0),
         "n_families": len(outcome.plan.families) / 6,
@@ -76,9 +75,6 @@ def features(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, f
         "n_context": len(ctx) / max(1, outcome.request.k),
         "dense_commitment": dense_commitment(outcome.ranked),  # admitted candidates only
     }
-
-
-_GRADE_VALUE = {Grade.CORRECT: 1.0, Grade.AMBIGUOUS: 0.5, Grade.INCORRECT: 0.0}  # the CRAG grade of the context
 
 
 def dense_commitment(candidates: Sequence[Candidate], depth: int = 10) -> float:
