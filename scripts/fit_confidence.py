@@ -52,6 +52,21 @@ def collect(data: Path, limit: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
+MIN_VARYING = 30  # answers whose value differs from the feature's most common one
+
+
+def degenerate(x: np.ndarray) -> list[str]:
+    """Features that vary on too few answers to be fitted: a weight learnt from a handful of points is noise
+    that the model then applies with full force wherever the value is common (a CRAG-grade feature that 4 of
+    682 answers varied on did exactly that behind the gate)."""
+    out = []
+    for i, name in enumerate(FEATURES):
+        _, counts = np.unique(np.round(x[:, i], 4), return_counts=True)
+        if len(x) - counts.max() < MIN_VARYING:
+            out.append(f"{name} ({len(x) - counts.max()} answers differ from its most common value)")
+    return out
+
+
 def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 50) -> np.ndarray:
     """Logistic regression with soft labels y in [0, 1]; returns weights with the bias last."""
     xb = np.hstack([x, np.ones((len(x), 1))])
@@ -79,6 +94,8 @@ def main() -> None:
     sets = collect(args.data, args.limit)
     x = np.vstack([v[0] for v in sets.values()])
     y = np.concatenate([v[1] for v in sets.values()])
+    if bad := degenerate(x):
+        raise SystemExit(f"not fitting: these features vary on fewer than {MIN_VARYING} answers: {', '.join(bad)}")
     mean, std = x.mean(axis=0), x.std(axis=0) + 1e-9
     w = fit((x - mean) / std, y)
     report = {}
