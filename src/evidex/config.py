@@ -112,13 +112,16 @@ class ShapeFamily:
 
 @dataclass(frozen=True)
 class ShapeRule:
-    """[[shapes]]: a question shape as data. Detectors (keywords, patterns) -> required families."""
+    """[[shapes]]: a question shape as data. Detectors (keywords, patterns, similarity to example questions)
+    -> required families."""
 
     name: str
     families: tuple[ShapeFamily, ...]
     keywords: tuple[str, ...] = ()
     min_keywords: int = 2
     patterns: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()  # questions of this shape: a question this close to one of them matches
+    min_similarity: float = 0.7  # cosine between the question's and an example's embedding
 
 
 @dataclass(frozen=True)
@@ -346,7 +349,8 @@ def _shape_rules(raw: Any, where: str) -> tuple[ShapeRule, ...]:
         key = f"shapes[{i}]"
         if not isinstance(item, dict):
             raise ConfigError(f"{where}: {key} must be a table")
-        unknown = set(item) - {"name", "keywords", "min_keywords", "patterns", "families"}
+        unknown = set(item) - {"name", "keywords", "min_keywords", "patterns", "examples", "min_similarity",
+                               "families"}
         if unknown:
             raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)} in {key}")
         if not isinstance(item.get("name"), str) or not isinstance(item.get("families"), list):
@@ -356,6 +360,12 @@ def _shape_rules(raw: Any, where: str) -> tuple[ShapeRule, ...]:
                 re.compile(p)
             except re.error as exc:
                 raise ConfigError(f"{where}: {key}.patterns: invalid regex {p!r}: {exc}") from None
+        examples = item.get("examples", [])
+        if not isinstance(examples, list) or not all(isinstance(e, str) and e.strip() for e in examples):
+            raise ConfigError(f"{where}: {key}.examples must be an array of non-empty strings")
+        min_similarity = item.get("min_similarity", 0.7)
+        if not isinstance(min_similarity, (int, float)) or not 0 < min_similarity <= 1:
+            raise ConfigError(f"{where}: {key}.min_similarity must be a number in (0, 1], not {min_similarity!r}")
         fams = []
         for j, f in enumerate(item["families"]):
             fkey = f"{key}.families[{j}]"
@@ -366,5 +376,6 @@ def _shape_rules(raw: Any, where: str) -> tuple[ShapeRule, ...]:
         shapes.append(ShapeRule(name=item["name"], families=tuple(fams),
                                 keywords=tuple(item.get("keywords", ())),
                                 min_keywords=int(item.get("min_keywords", 2)),
-                                patterns=tuple(item.get("patterns", ()))))
+                                patterns=tuple(item.get("patterns", ())), examples=tuple(examples),
+                                min_similarity=float(min_similarity)))
     return tuple(shapes)

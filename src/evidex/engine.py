@@ -152,8 +152,10 @@ class Engine:
 
                 ev = self.config.evidence
                 cross_encoder = load_cross_encoder(Path(ev.cross_encoder_dir).expanduser(), ev.cross_encoder_device)
+            shapes = shapes_from_config(self.config)
+            examples = {s.name: self.embedder.embed_documents(list(s.examples)) for s in shapes if s.examples}
             self._parts = PipelineParts(store=self.store, encode=self.encode_query, config=self.config, gate=gate,
-                                        cross_encoder=cross_encoder, shapes=shapes_from_config(self.config))
+                                        cross_encoder=cross_encoder, shapes=shapes, shape_examples=examples)
         return self._parts
 
     def run(self, request: SearchRequest) -> SearchOutcome:

@@ -78,11 +78,13 @@ class PipelineParts:
     gate: AdmissionGate | None = None
     cross_encoder: CrossEncoder | None = None
     shapes: tuple[QuestionShape, ...] = ()
+    shape_examples: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)  # shape -> example vectors
 
 
 def shapes_from_config(config: Config) -> tuple[QuestionShape, ...]:
     return tuple(
         QuestionShape(name=s.name, keywords=s.keywords, min_keywords=s.min_keywords, patterns=s.patterns,
+                      examples=s.examples, min_similarity=s.min_similarity,
                       families=tuple(RequiredFamily(name=f.name, rescue_query=f.rescue_query, label=f.label,
                                                     source_regex=f.source_regex) for f in s.families))
         for s in config.shapes)
@@ -98,10 +100,21 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
     if retrieved_at.utcoffset() is None:
         retrieved_at = retrieved_at.replace(tzinfo=UTC)
     k = request.k
+    vectors: dict[str, npt.NDArray[np.float32]] = {}
+
+    def encode(text: str) -> npt.NDArray[np.float32]:
+        """The query encoder, once per text in this request (a shape's examples and retrieval share it)."""
+        if text not in vectors:
+            vectors[text] = parts.encode(text)
+        return vectors[text]
+
+    def similarity(shape: QuestionShape) -> float | None:
+        examples = parts.shape_examples.get(shape.name)
+        return None if examples is None else round(float(np.max(examples @ encode(request.query))), 4)
 
     with trace.stage("plan") as st:
         plan = plan_question(request.query, shapes=parts.shapes, explicit=request.plan,
-                             aspect_focus=request.aspect_focus, max_aspects=ev.max_aspects)
+                             aspect_focus=request.aspect_focus, max_aspects=ev.max_aspects, similarity=similarity)
         st.n_out = len(plan.families)
         st.decisions = {"source": plan.source.value, "families": [f.name for f in plan.families]}
 
@@ -113,7 +126,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
         lists: list[list[ScoredId]] = []
         weights: list[float] = []
         for text in queries:
-            dense, sparse = dense_and_sparse(parts.store, parts.encode, text, mode=request.mode, limit=wide)
+            dense, sparse = dense_and_sparse(parts.store, encode, text, mode=request.mode, limit=wide)
             if request.mode in (RetrievalMode.DENSE, RetrievalMode.HYBRID):
                 lists.append(dense)
                 weights.append(cfg.retrieval.dense_weight if request.mode is RetrievalMode.HYBRID else 1.0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -359,26 +359,40 @@ class QuestionShape:
     keywords: tuple[str, ...] = ()
     min_keywords: int = 2
     patterns: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    min_similarity: float = 0.7
 
-    def matches(self, question: str) -> bool:
+    def matches(self, question: str, similarity: float | None = None) -> bool:
+        """By a pattern, by enough keywords, or (given the question's `similarity` to its closest example)
+        by being close enough to an example question."""
         if any(re.search(p, question, re.I) for p in self.patterns):
             return True
         have = set(terms(question))
         hits = sum(1 for k in self.keywords if set(terms(k)) <= have)
-        return bool(self.keywords) and hits >= self.min_keywords
+        if self.keywords and hits >= self.min_keywords:
+            return True
+        return bool(self.examples) and similarity is not None and similarity >= self.min_similarity
+
+
+SimilarityToExamples = Callable[[QuestionShape], float | None]
 
 
 def plan_question(question: str, *, shapes: Sequence[QuestionShape] = (), explicit: EvidencePlan | None = None,
-                  aspect_focus: str | None = None, max_aspects: int = 4) -> EvidencePlan:
-    """The plan for a question: the caller's, else the first matching shape, else automatic."""
+                  aspect_focus: str | None = None, max_aspects: int = 4,
+                  similarity: SimilarityToExamples | None = None) -> EvidencePlan:
+    """The plan for a question: the caller's, else the first matching shape, else automatic. `similarity`
+    gives the question's cosine to a shape's closest example (shapes with examples need it to match by them)."""
     if explicit is not None:
         chosen = explicit
     else:
-        shape = next((s for s in shapes if s.matches(question)), None)
+        scores = {s.name: similarity(s) if similarity is not None and s.examples else None for s in shapes}
+        shape = next((s for s in shapes if s.matches(question, scores[s.name])), None)
         if shape is not None:
             auto = auto_plan(question, max_aspects=max_aspects)
+            score = scores[shape.name]
+            notes = (f"similarity to the closest example: {score:.2f}",) if score is not None else ()
             chosen = EvidencePlan(families=shape.families, aspects=auto.aspects, source=PlanSource.SHAPE,
-                                  shape=shape.name, chained=auto.chained)
+                                  shape=shape.name, chained=auto.chained, notes=notes)
         else:
             chosen = auto_plan(question, max_aspects=max_aspects)
     return focus_plan(chosen, aspect_focus)
