@@ -169,3 +169,32 @@ def test_the_pipeline_uses_an_onnx_cross_encoder_from_config(tiny_onnx_cross_enc
     assert 0 < sum(1 for s in scored if s not in (None, 0.0)) <= 3
     again = engine.run(SearchRequest(query="how often do keys rotate", k=3))
     assert [c.chunk.record_id for c in again.ranked] == [c.chunk.record_id for c in outcome.ranked]
+
+
+def test_a_request_scores_each_text_once_and_counts_its_tokens(tiny_onnx_cross_encoder: Path,
+                                                               tiny_cross_encoder: Path) -> None:
+    from evidex.rerank.cross_encoder import OnnxCrossEncoder, SentenceTransformerCrossEncoder
+    from evidex.rerank.fused import RequestCrossEncoder
+
+    model = OnnxCrossEncoder(tiny_onnx_cross_encoder)
+    assert model.tokens("rotate keys", PAIRS) == SentenceTransformerCrossEncoder(tiny_cross_encoder).tokens(
+        "rotate keys", PAIRS)  # the same tokenizer, whichever backend runs it
+    request = RequestCrossEncoder(model)
+    first = request.score("rotate keys", PAIRS[:2])
+    again = request.score("rotate keys", [PAIRS[1], PAIRS[2], PAIRS[0]])  # two seen before, one new
+    assert again[0] == first[1] and again[2] == first[0]
+    assert request.pairs_scored == 3
+    assert request.tokens_used == model.tokens("rotate keys", PAIRS) > 3 * 2  # two query words per pair and more
+
+
+def test_the_result_reports_the_cross_encoders_tokens(tiny_onnx_cross_encoder: Path, make_engine: Any,
+                                                      write_corpus: Any) -> None:
+    corpus = write_corpus({f"p{i}.md": f"# Page {i}\n\nKeys rotate every {i} days with vaultctl." for i in range(6)})
+    plain = make_engine()
+    plain.ingest([corpus])
+    assert plain.search_with_reasoning("how often do keys rotate")["cost"]["model_tokens"] == 0
+    engine = make_engine(evidence={"cross_encoder_dir": str(tiny_onnx_cross_encoder), "cross_encoder_top_n": 4})
+    outcome = engine.run(SearchRequest(query="how often do keys rotate", k=3))
+    assert 0 < outcome.reranker["pairs_scored"] <= len({c.chunk.text for c in outcome.ranked_all})
+    assert outcome.reranker["tokens"] > 0
+    assert engine.result_of(outcome)["cost"]["model_tokens"] == outcome.reranker["tokens"]

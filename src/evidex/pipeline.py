@@ -23,7 +23,7 @@ from evidex.evidence.grade import Graded, GradeThresholds, grade
 from evidex.evidence.plan import EvidencePlan, QuestionShape, RequiredFamily, plan_question
 from evidex.evidence.rescue import rescue
 from evidex.evidence.reserve import reserve
-from evidex.rerank.fused import CrossEncoder, RerankWeights, rerank
+from evidex.rerank.fused import CrossEncoder, RequestCrossEncoder, RerankWeights, rerank
 from evidex.retrieval.fusion import FusedHit, fuse
 from evidex.retrieval.hybrid import candidates as to_candidates
 from evidex.retrieval.hybrid import dense_and_sparse
@@ -149,10 +149,11 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
     weights_cfg = RerankWeights(ev.w_cross_encoder, ev.w_retrieval, ev.w_lexical, ev.w_title, ev.w_linked,
                                 ev.exact_token_bonus, ev.cross_encoder_top_n)
     reranker: dict[str, Any] = {"cross_encoder": None, "weights": {}}
+    cross_encoder = RequestCrossEncoder(parts.cross_encoder) if parts.cross_encoder is not None else None
     ranked = list(pool)
     if sw.rerank:
         with trace.stage("rerank", len(pool)) as st:
-            outcome = rerank(request.query, pool, weights_cfg, parts.cross_encoder, plan.aspects)
+            outcome = rerank(request.query, pool, weights_cfg, cross_encoder, plan.aspects)
             ranked = list(outcome.candidates)
             reranker = {"cross_encoder": outcome.cross_encoder, "weights": outcome.weights}
             st.n_out = len(ranked)
@@ -188,7 +189,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                 floor = min((c.score for c in pool), default=0.0)
                 extra = [Candidate(c.chunk, floor, sparse_score=c.sparse_score) for c in [*added, *bridged]]
                 merged = [*pool, *extra]
-                ranked = list(rerank(request.query, merged, weights_cfg, parts.cross_encoder, plan.aspects,
+                ranked = list(rerank(request.query, merged, weights_cfg, cross_encoder, plan.aspects,
                                      linked).candidates) if sw.rerank else [*ranked, *extra]
             st.n_out = len(ranked)
             st.decisions = {"names": [s.to_dict() for s in lookups], "searches": [a.to_dict() for a in attempts],
@@ -236,6 +237,8 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
         st.n_out = len(selected)
         families = _family_statuses(plan, selected, ranked, decision, graded)
 
+    if cross_encoder is not None and reranker["cross_encoder"]:
+        reranker = {**reranker, "pairs_scored": cross_encoder.pairs_scored, "tokens": cross_encoder.tokens_used}
     chosen_ids = {c.chunk.record_id for c in selected}
     deeper = [c for c in admitted if c.chunk.record_id not in chosen_ids]
     return SearchOutcome(request=request, retrieved_at=retrieved_at, plan=plan, context=tuple(selected),

@@ -143,7 +143,9 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
             "latency_ms": {**{s.name: round(s.ms, 3) for s in outcome.trace.stages},
                            "signals": round(signals_ms, 3),
                            "total": round(outcome.trace.total_ms() + signals_ms, 3)},
-            "model_tokens": 0,  # no generative model is called by evidex
+            # Tokens fed to a model that reads candidate text (a configured cross-encoder); no generative model
+            # is called, and the query's own embedding is not counted.
+            "model_tokens": int(outcome.reranker.get("tokens", 0)),
         },
     }
 

@@ -38,6 +38,9 @@ class OverlapCrossEncoder:
         q = set(re.findall(r"\w+", query.lower()))
         return [float(len(q & set(re.findall(r"\w+", t.lower())))) for t in texts]
 
+    def tokens(self, query: str, texts: Sequence[str]) -> int:
+        return sum(len(re.findall(r"\w+", f"{query} {t}")) for t in texts)
+
 
 def _scores(c: Candidate) -> dict[str, float]:
     return dict(c.scores)

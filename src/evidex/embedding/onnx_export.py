@@ -221,7 +221,7 @@ def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
                 dynamo=False,
             )
         keep_fp32 = _sensitive_matmuls(fp32_path, int(getattr(model.config, "num_hidden_layers", 0)))
-        with _quiet_root_logger():
+        with quiet_quantization_hint():
             quantize_dynamic(
                 model_input=fp32_path,
                 model_output=tmp / MODEL_FILE,
@@ -275,7 +275,7 @@ def _sensitive_matmuls(fp32_path: Path, num_layers: int) -> list[str]:
 
 
 @contextlib.contextmanager
-def _quiet_root_logger() -> Iterator[None]:
+def quiet_quantization_hint() -> Iterator[None]:
     """quantize_dynamic logs a pre-processing hint on the root logger; it does not apply here."""
 
     def drop_hint(record: logging.LogRecord) -> bool:

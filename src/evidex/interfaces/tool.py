@@ -115,7 +115,10 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "retrieval_metadata": {"type": "object"},
         "trace": {"type": "array", "items": {"type": "object"}},
         "cost": {"type": "object", "properties": {"latency_ms": {"type": "object"},
-                                                  "model_tokens": {"type": "integer"}}},
+                                                  "model_tokens": {
+                                                      "type": "integer",
+                                                      "description": "Tokens fed to the cross-encoder, if one "
+                                                                     "is configured (no generative model runs)."}}},
     },
     "required": ["version", "request", "index", "plan", "decision", "families", "evidence", "rejected",
                  "signals", "retrieval_metadata", "trace", "cost"],

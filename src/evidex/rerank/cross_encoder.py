@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from evidex.embedding.onnx_export import atomic_directory
+from evidex.embedding.onnx_export import atomic_directory, quiet_quantization_hint
 from evidex.errors import BackendUnavailable, ConfigError
 
 ONNX_MODEL_FILE = "model.onnx"
@@ -48,6 +48,7 @@ class SentenceTransformerCrossEncoder:
                                      "sees no CUDA GPU here; use cross_encoder_device = 'cpu'")
         self.name = f"cross-encoder:{model_dir.name}"
         self._model = CrossEncoder(str(model_dir), max_length=max_length, device=device, local_files_only=True)
+        self._max_length = max_length
         self._lock = threading.Lock()
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
@@ -56,6 +57,13 @@ class SentenceTransformerCrossEncoder:
         with self._lock:
             scores = self._model.predict([(query, t) for t in texts], batch_size=32, show_progress_bar=False)
         return [float(s) for s in scores]
+
+    def tokens(self, query: str, texts: Sequence[str]) -> int:
+        if not texts:
+            return 0
+        encoded = self._model.tokenizer([query] * len(texts), list(texts), truncation=True,
+                                        max_length=self._max_length)
+        return sum(len(ids) for ids in encoded["input_ids"])
 
 
 class OnnxCrossEncoder:
@@ -104,6 +112,9 @@ class OnnxCrossEncoder:
         with ThreadPoolExecutor(max_workers=min(self._threads, len(encoded)),
                                 thread_name_prefix="evidex-cross-encoder") as pool:
             return list(pool.map(self._score_one, encoded))
+
+    def tokens(self, query: str, texts: Sequence[str]) -> int:
+        return sum(len(self._tokenizer.encode(query, text).ids) for text in texts)
 
     def _score_one(self, encoding: Any) -> float:
         ids = np.asarray([encoding.ids], dtype=np.int64)
@@ -184,8 +195,9 @@ def export_onnx(model_dir: Path, out_dir: Path, *, int8: bool = False) -> Path:
 
             fp32 = tmp / "model-fp32.onnx"
             (tmp / ONNX_MODEL_FILE).rename(fp32)
-            quantize_dynamic(model_input=fp32, model_output=tmp / ONNX_MODEL_FILE, per_channel=True,
-                             weight_type=QuantType.QInt8)
+            with quiet_quantization_hint():
+                quantize_dynamic(model_input=fp32, model_output=tmp / ONNX_MODEL_FILE, per_channel=True,
+                                 weight_type=QuantType.QInt8)
             fp32.unlink()
         tokenizer.backend_tokenizer.save(str(tmp / TOKENIZER_FILE))
         shutil.copyfile(model_dir / "config.json", tmp / "config.json")

@@ -24,6 +24,33 @@ class CrossEncoder(Protocol):
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
+    def tokens(self, query: str, texts: Sequence[str]) -> int:
+        """How many tokens scoring these pairs feeds the model (after truncation): the cost a result reports."""
+        ...
+
+
+class RequestCrossEncoder:
+    """A cross-encoder for one request (one query): each text is scored once, so the rerank after rescue reuses
+    the first pass's scores, and the tokens it is fed are counted for the result's cost."""
+
+    def __init__(self, model: CrossEncoder) -> None:
+        self.name = model.name
+        self._model = model
+        self._scores: dict[str, float] = {}
+        self.pairs_scored = 0
+        self.tokens_used = 0
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._scores]
+        if todo:
+            self._scores.update(zip(todo, self._model.score(query, todo), strict=True))
+            self.pairs_scored += len(todo)
+            self.tokens_used += self._model.tokens(query, todo)
+        return [self._scores[t] for t in texts]
+
+    def tokens(self, query: str, texts: Sequence[str]) -> int:
+        return self._model.tokens(query, texts)
+
 
 @dataclass(frozen=True)
 class RerankWeights:
