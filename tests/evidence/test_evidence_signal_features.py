@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from evidence_support import make_chunk
 
-from evidex.signals.compute import Nesting, dense_commitment
+from evidex.signals.compute import Nesting, dense_commitment, sparse_top
 from evidex.types import Candidate
 
 
@@ -43,3 +43,10 @@ def test_too_few_dense_scores_commit_nothing() -> None:
 def test_nesting_reach_and_unfollowed_hops(nest: Nesting, reach: float, unfollowed: int) -> None:
     assert nest.reach == reach
     assert nest.hops_unfollowed == unfollowed
+
+
+def test_sparse_top_is_the_best_bm25_score_per_query_term() -> None:
+    ranked = [Candidate(make_chunk(f"c{i}"), 0.0, sparse_score=s) for i, s in enumerate([None, 12.0, 30.0, 6.0])]
+    assert sparse_top(ranked, 3) == pytest.approx(30.0 / 3 / 10)
+    assert sparse_top(ranked, 0) == pytest.approx(30.0 / 10)  # no content term: no division by zero
+    assert sparse_top(ranked[:1], 3) == 0.0  # only dense hits

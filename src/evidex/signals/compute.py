@@ -74,7 +74,15 @@ def features(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, f
         "dense_top": max((c.dense_score or 0.0 for c in ctx), default=0.0),
         "n_context": len(ctx) / max(1, outcome.request.k),
         "dense_commitment": dense_commitment(outcome.ranked),  # admitted candidates only
+        "sparse_top": sparse_top(outcome.ranked, len(q_terms)),
     }
+
+
+def sparse_top(candidates: Sequence[Candidate], query_terms: int) -> float:
+    """The best BM25 score among the admitted candidates per query term: how strongly the words of the query
+    occur together in one passage (BM25 grows with the number of matched terms, hence the division)."""
+    best = max((c.sparse_score for c in candidates if c.sparse_score is not None), default=0.0)
+    return best / max(1, query_terms) / 10
 
 
 def dense_commitment(candidates: Sequence[Candidate], depth: int = 10) -> float:
