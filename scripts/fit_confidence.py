@@ -6,17 +6,25 @@ Runs the full pipeline (auto plan) on each set's questions, records the signal f
 and its quality (family recall@10, or nDCG@10 for SciFact), fits a logistic regression of quality on the
 standardised features (L2, Newton steps, numpy only), and reports per-set Spearman correlation of the
 fitted confidence with quality, in-sample and with 2-fold cross-validation (folds split by question).
+
+The k8s questions also run behind the admission gate (`k8s-gate`: the overlay's metadata, an
+`engineering-read` principal, the instant `evidex eval` pins), because that is how evidex is used: there a
+required family may be restricted, and the confidence should learn what that looks like. A question held out
+of a fold is held out of both k8s runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from evidex.admission.gate import Principal
 from evidex.config import load_config
 from evidex.evaluation.datasets import dev_sets
 from evidex.evaluation.metrics import spearman, spearman_ceiling
@@ -31,24 +39,40 @@ FEATURES = ["hops_unfollowed", "coverage", "min_family_match", "n_families", "ch
 OUT = Path(__file__).resolve().parents[1] / "src" / "evidex" / "data" / "confidence.json"
 
 
-def collect(data: Path, limit: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+GATED = ("k8s", "k8s-gate", Principal.of("eval", ["engineering-read"]), datetime(2026, 11, 30, tzinfo=UTC))
+
+
+@dataclass
+class Answers:
+    x: np.ndarray  # features, one row per question
+    y: np.ndarray  # quality
+    ids: list[str]  # "<set>/<question id>": the same question in two runs shares it
+
+
+def collect(data: Path, limit: int) -> dict[str, Answers]:
     cfg = load_config()
     out = {}
+    base, gated_name, principal, at = GATED
     for dev in dev_sets(data):
         if not dev.exists():
             print(f"skip {dev.name}: {dev.corpus[0]} not found")
             continue
-        engine = open_eval_engine(cfg, list(dev.corpus), None, log=print)
-        qs = dev.questions()[: limit or None]
-        xs, ys = [], []
-        for q in qs:
-            outcome = engine.run(SearchRequest(query=q.text, k=10))
-            f = features(outcome)
-            xs.append([f[k] for k in FEATURES])
-            ys.append(quality(q, [c.chunk for c in outcome.ranked], 10))
-        engine.close()
-        out[dev.name] = (np.array(xs), np.array(ys))
-        print(f"{dev.name}: {len(qs)} questions, mean quality {np.mean(ys):.3f}")
+        runs = [(dev.name, None, SearchRequest)]
+        overlay = data / dev.name / "overlay.jsonl"
+        if dev.name == base and overlay.exists():
+            runs.append((gated_name, overlay, partial(SearchRequest, principal=principal, retrieved_at=at)))
+        for name, metadata, request in runs:
+            engine = open_eval_engine(cfg, list(dev.corpus), metadata, log=print)
+            qs = dev.questions()[: limit or None]
+            xs, ys = [], []
+            for q in qs:
+                outcome = engine.run(request(query=q.text, k=10))
+                f = features(outcome)
+                xs.append([f[k] for k in FEATURES])
+                ys.append(quality(q, [c.chunk for c in outcome.ranked], 10))
+            engine.close()
+            out[name] = Answers(np.array(xs), np.array(ys), [f"{dev.name}/{q.id}" for q in qs])
+            print(f"{name}: {len(qs)} questions, mean quality {np.mean(ys):.3f}")
     return out
 
 
@@ -92,26 +116,27 @@ def main() -> None:
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
     sets = collect(args.data, args.limit)
-    x = np.vstack([v[0] for v in sets.values()])
-    y = np.concatenate([v[1] for v in sets.values()])
+    x = np.vstack([a.x for a in sets.values()])
+    y = np.concatenate([a.y for a in sets.values()])
     if bad := degenerate(x):
         raise SystemExit(f"not fitting: these features vary on fewer than {MIN_VARYING} answers: {', '.join(bad)}")
     mean, std = x.mean(axis=0), x.std(axis=0) + 1e-9
     w = fit((x - mean) / std, y)
     report = {}
     rng = np.random.default_rng(0)
-    for name, (xs, ys) in sets.items():
+    ids = [i for a in sets.values() for i in a.ids]
+    for name, answers in sets.items():
+        xs, ys = answers.x, answers.y
         in_sample = spearman(list(predict(w, (xs - mean) / std)), list(ys))
-        # 2-fold cross-validation: fit on the other sets plus half of this one, score the held-out half.
+        # 2-fold cross-validation: fit on everything but the held-out half of this set's questions (in any
+        # run of them), score that half.
         idx = rng.permutation(len(xs))
-        halves = [idx[: len(idx) // 2], idx[len(idx) // 2:]]
         preds = np.zeros(len(xs))
-        for held, train in (halves, halves[::-1]):
-            others = [v for n, v in sets.items() if n != name]
-            xt = np.vstack([*(o[0] for o in others), xs[train]])
-            yt = np.concatenate([*(o[1] for o in others), ys[train]])
-            m, s = xt.mean(axis=0), xt.std(axis=0) + 1e-9
-            preds[held] = predict(fit((xt - m) / s, yt), (xs[held] - m) / s)
+        for held in (idx[: len(idx) // 2], idx[len(idx) // 2:]):
+            out_ids = {answers.ids[i] for i in held}
+            keep = np.array([i not in out_ids for i in ids])
+            m, s = x[keep].mean(axis=0), x[keep].std(axis=0) + 1e-9
+            preds[held] = predict(fit((x[keep] - m) / s, y[keep]), (xs[held] - m) / s)
         cv = spearman(list(preds), list(ys))
         report[name] = {"questions": len(xs), "spearman_in_sample": round(in_sample or 0, 4),
                         "spearman_cv": round(cv or 0, 4),
@@ -126,7 +151,8 @@ def main() -> None:
     weights = {f: round(float(w[i] / std[i]), 6) for i, f in enumerate(FEATURES)}
     intercept = round(float(w[-1] - np.sum(w[:-1] * mean / std)), 6)
     model = {"intercept": intercept, "weights": weights,
-             "fitted_on": f"{', '.join(sets)} dev sets, full pipeline, auto plan, k=10; "
+             "fitted_on": f"{', '.join(sets)} (development sets; k8s-gate: k8s behind the gate), full pipeline, "
+                          f"auto plan, k=10; "
                           f"{datetime.now(UTC).strftime('%Y-%m-%d')}",
              "validation": report}
     if not args.dry_run:
