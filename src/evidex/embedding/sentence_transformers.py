@@ -44,9 +44,7 @@ class SentenceTransformerEmbedder:
         self._dir = Path(model_dir).resolve()
         if not self._dir.is_dir():
             raise EmbeddingError(f"model directory not found: {self._dir}")
-        if device != "cpu" and not torch.cuda.is_available():
-            raise BackendUnavailable(f"embedding device {device!r} was asked for, but torch {torch.__version__} "
-                                     "sees no CUDA GPU here; use device = 'cpu'")
+        require_device(torch, device, "embedding.device")
         self._torch: Any = torch
         self._threads = threads or os.cpu_count() or 1
         self._batch_size = batch_size
@@ -105,6 +103,13 @@ class SentenceTransformerEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         unit: Vectors = (out / np.maximum(norms, 1e-12)).astype(np.float32)
         return unit
+
+
+def require_device(torch: Any, device: str, key: str) -> None:
+    """BackendUnavailable when the config key `key` asks for a GPU this torch cannot see."""
+    if device != "cpu" and not torch.cuda.is_available():
+        raise BackendUnavailable(f"config key '{key}' asks for {device!r}, but torch {torch.__version__} sees no "
+                                 f"CUDA GPU here; use 'cpu'")
 
 
 def _config_hash(model_dir: Path) -> str:

@@ -303,11 +303,15 @@ _ATTRIBUTE = re.compile(r"\b(?:name|names|instance|member|part|type|kind|number|
                         r"one|most|rest|top|bottom|area|size|time|year|date)\s+of\b")
 
 
+def _descriptions(question: str) -> list[re.Match[str]]:
+    return [m for m in _DESCRIBED.finditer(question) if not _ATTRIBUTE.search(m.group(0))]
+
+
 def described_entities(question: str) -> int:
     """How many entities a nested question describes rather than names: each is one more hop to follow
     ("Who was in charge of the country where the composer of Aschenbrodel was a citizen?": 2). A rough
     count from the wording, used to judge whether the evidence followed enough links."""
-    return sum(1 for m in _DESCRIBED.finditer(question) if not _ATTRIBUTE.search(m.group(0)))
+    return len(_descriptions(question))
 
 
 def described_phrases(question: str) -> list[str]:
@@ -318,9 +322,7 @@ def described_phrases(question: str) -> list[str]:
     # was ".cs"").
     names = [*entity_spans(question), *(m.group(1) for p in (_CODE, _QUOTED) for m in p.finditer(question))]
     found: list[str] = []
-    for m in _DESCRIBED.finditer(question):
-        if _ATTRIBUTE.search(m.group(0)):
-            continue
+    for m in _descriptions(question):
         start = m.start()
         if m.group(0).startswith(("'", "’")):  # a possessive: the name before it is part of the description
             before = question[:start]

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from evidex.embedding.onnx_export import atomic_directory, quiet_quantization_hint
+from evidex.embedding.sentence_transformers import require_device
 from evidex.errors import BackendUnavailable, ConfigError
 
 ONNX_MODEL_FILE = "model.onnx"
@@ -43,9 +44,7 @@ class SentenceTransformerCrossEncoder:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
             raise BackendUnavailable(f"a cross-encoder needs torch: pip install 'evidex[torch]' ({exc})") from None
-        if device != "cpu" and not torch.cuda.is_available():
-            raise BackendUnavailable(f"cross-encoder device {device!r} was asked for, but torch {torch.__version__} "
-                                     "sees no CUDA GPU here; use cross_encoder_device = 'cpu'")
+        require_device(torch, device, "evidence.cross_encoder_device")
         self.name = f"cross-encoder:{model_dir.name}"
         self._model = CrossEncoder(str(model_dir), max_length=max_length, device=device, local_files_only=True)
         self._max_length = max_length

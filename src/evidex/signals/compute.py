@@ -193,13 +193,14 @@ HOP_ASPECT = "the entities the question describes (further hops)"
 
 def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, Any]:
     covered, missing = aspect_coverage(outcome)
-    if outcome.plan.chained and outcome.plan.aspects:
+    nest = nest or nesting(outcome)
+    if nest.nested:
         # A nested question ("the country where the composer of X was born") also needs the evidence hops
         # away: pages reached by following names out of the first evidence, at least one per entity the
         # question describes (here two: the composer, the country), connected to the page the question names
         # (`evidence_chain`). Without a named starting point ("a release that is already serving traffic") a
         # relative clause only describes; no hop.
-        (missing if (nest or nesting(outcome)).hops_unfollowed else covered).append(HOP_ASPECT)
+        (missing if nest.hops_unfollowed else covered).append(HOP_ASPECT)
     total = len(covered) + len(missing)
     by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
     for f in outcome.families:
