@@ -26,7 +26,7 @@ from evidex.evidence.reserve import reserve
 from evidex.rerank.fused import CrossEncoder, RequestCrossEncoder, RerankWeights, rerank
 from evidex.retrieval.fusion import FusedHit, fuse
 from evidex.retrieval.hybrid import candidates as to_candidates
-from evidex.retrieval.hybrid import dense_and_sparse
+from evidex.retrieval.hybrid import fuse_lists, query_lists
 from evidex.stores.protocol import Store
 from evidex.trace import StageSwitches, Trace, pinned_now
 from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId
@@ -126,20 +126,15 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
         lists: list[list[ScoredId]] = []
         weights: list[float] = []
         for text in queries:
-            dense, sparse = dense_and_sparse(parts.store, encode, text, mode=request.mode, limit=wide)
-            if request.mode in (RetrievalMode.DENSE, RetrievalMode.HYBRID):
-                lists.append(dense)
-                weights.append(cfg.retrieval.dense_weight if request.mode is RetrievalMode.HYBRID else 1.0)
-            if request.mode in (RetrievalMode.BM25, RetrievalMode.HYBRID):
-                lists.append(sparse)
-                weights.append(cfg.retrieval.sparse_weight if request.mode is RetrievalMode.HYBRID else 1.0)
-        mode = FusionMode.from_str(cfg.retrieval.fusion) if len(lists) > 1 else FusionMode.WEIGHTED
-        hits = fuse(lists, weights, mode, cfg.retrieval.rrf_k, depth=cfg.retrieval.candidate_pool)
+            more, more_weights = query_lists(parts.store, encode, text, mode=request.mode, limit=wide,
+                                             settings=cfg.retrieval)
+            lists += more
+            weights += more_weights
+        hits = fuse_lists(lists, weights, cfg.retrieval)
         if request.aspect_focus:
             # The focused aspect is met by the best hits of its own search, not only by shared words.
             per_query = len(lists) // len(queries)
-            focus_hits = fuse(lists[per_query:], weights[per_query:], mode, cfg.retrieval.rrf_k,
-                              depth=cfg.retrieval.candidate_pool)[:FOCUS_TOP]
+            focus_hits = fuse_lists(lists[per_query:], weights[per_query:], cfg.retrieval)[:FOCUS_TOP]
             plan = with_known_evidence(plan, {request.aspect_focus.strip(): tuple(h.record_id for h in focus_hits)})
             hits = _with_required(hits, focus_hits)
         pool = to_candidates(parts.store, hits[:pool_limit], request.mode)

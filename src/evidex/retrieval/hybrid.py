@@ -36,19 +36,35 @@ def dense_and_sparse(store: Store, encode: QueryEncoder, query: str, *, mode: Re
     return dense, sparse
 
 
+def query_lists(store: Store, encode: QueryEncoder, query: str, *, mode: RetrievalMode, limit: int,
+                settings: RetrievalConfig, filters: SearchFilters | None = None
+                ) -> tuple[list[list[ScoredId]], list[float]]:
+    """The ranked lists `mode` retrieves for one query, with their fusion weights (dense first)."""
+    dense, sparse = dense_and_sparse(store, encode, query, mode=mode, limit=limit, filters=filters)
+    hybrid = mode is RetrievalMode.HYBRID
+    lists: list[list[ScoredId]] = []
+    weights: list[float] = []
+    if mode is not RetrievalMode.BM25:
+        lists.append(dense)
+        weights.append(settings.dense_weight if hybrid else 1.0)
+    if mode is not RetrievalMode.DENSE:
+        lists.append(sparse)
+        weights.append(settings.sparse_weight if hybrid else 1.0)
+    return lists, weights
+
+
+def fuse_lists(lists: list[list[ScoredId]], weights: list[float], settings: RetrievalConfig) -> list[FusedHit]:
+    """One ranking from several lists, normalised at a fixed depth so the order never depends on how many
+    hits the caller keeps."""
+    fusion = FusionMode.from_str(settings.fusion) if len(lists) > 1 else FusionMode.WEIGHTED
+    return fuse(lists, weights, fusion, settings.rrf_k, depth=settings.candidate_pool)
+
+
 def retrieve(store: Store, encode: QueryEncoder, query: str, *, mode: RetrievalMode, limit: int,
              settings: RetrievalConfig, filters: SearchFilters | None = None) -> list[Candidate]:
-    pool = max(limit, settings.candidate_pool)
-    dense, sparse = dense_and_sparse(store, encode, query, mode=mode, limit=pool, filters=filters)
-    depth = settings.candidate_pool  # normalise at a fixed depth: the order must not depend on `limit`
-    if mode is RetrievalMode.DENSE:
-        hits = fuse([dense], [1.0], FusionMode.WEIGHTED, depth=depth)
-    elif mode is RetrievalMode.BM25:
-        hits = fuse([sparse], [1.0], FusionMode.WEIGHTED, depth=depth)
-    else:
-        hits = fuse([dense, sparse], [settings.dense_weight, settings.sparse_weight],
-                    FusionMode.from_str(settings.fusion), settings.rrf_k, depth=depth)
-    return candidates(store, hits[:limit], mode)
+    lists, weights = query_lists(store, encode, query, mode=mode, limit=max(limit, settings.candidate_pool),
+                                 settings=settings, filters=filters)
+    return candidates(store, fuse_lists(lists, weights, settings)[:limit], mode)
 
 
 def candidates(store: Store, hits: list[FusedHit], mode: RetrievalMode) -> list[Candidate]:
