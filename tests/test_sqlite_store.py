@@ -20,6 +20,7 @@ from evidex.testing.store_contract import (
     document,
     make_chunk,
 )
+from evidex.types import Provenance, SearchFilters
 
 
 class TestSqliteStore(StoreContract):
@@ -138,3 +139,25 @@ def test_rollback_keeps_a_dead_letter_that_failed_before_the_batch(store: Sqlite
     store.commit_batch(batch("b2", dead_letters=[dead_letter("bad.md", "b2")]))  # failed again: attempts 2
     store.rollback("b2")
     assert [(d.source, d.attempts) for d in store.dead_letters()] == [("bad.md", 1)]
+
+
+def test_a_filtered_full_text_search_ranks_as_filtering_every_match_would(store: SqliteStore) -> None:
+    """A broad filter (most records pass) is applied to unfiltered hits fetched with room to spare, falling
+    back to filtering inside SQL when too few pass. Either way the result must be the unfiltered ranking
+    with the failing records removed. Here the best matches are exactly the ones the filter removes."""
+    docs = []
+    for i in range(60):
+        secret = i < 20
+        text = ("alpha " * (8 if secret else 1 + i % 3)) + f"filler {i}"
+        labels = ("security",) if secret else ("eng",)
+        chunk = make_chunk(f"d{i:02d}", 0, text, provenance=Provenance(access_labels=labels))
+        docs.append(document([chunk], [axis(i % 8)]))
+    store.commit_batch(batch("b1", *docs))
+    everything = store.search_sparse("alpha", 1000)
+    labels = {c.record_id: c.provenance.access_labels for c in store.get([h.record_id for h in everything])}
+    assert [labels[h.record_id] for h in everything[:20]] == [("security",)] * 20  # the filter removes the top
+    for wanted in (("eng",), ("security",), ("eng", "security")):
+        expected = [h for h in everything if set(labels[h.record_id]) & set(wanted)]
+        for limit in (1, 5, 10, 19, 20, 21, 30, 40, 45, 100):
+            got = store.search_sparse("alpha", limit, SearchFilters(access_labels=wanted))
+            assert got == expected[:limit], (wanted, limit)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -46,6 +46,7 @@ class DenseIndex:
             for label in row_labels:
                 self._label_rows.setdefault(label, []).append(row)
         self._pattern_masks: dict[str, npt.NDArray[np.bool_]] = {}
+        self._rows: dict[str, int] | None = None  # record id -> row, built on first use
 
     @classmethod
     def from_rows(cls, rows: Sequence[Any]) -> DenseIndex:
@@ -87,6 +88,18 @@ class DenseIndex:
             keep &= self._pattern_mask(filters.source_pattern)
         return keep
 
+    def passes(self, filters: SearchFilters | None) -> tuple[Callable[[str], bool], float]:
+        """A test by record id of whether a live record passes `filters` (the test `mask` applies), and the
+        share of live records that do."""
+        keep = self.mask(filters)
+        if keep is None:
+            return (lambda record_id: True), 1.0
+        if self._rows is None:
+            self._rows = {record_id: row for row, record_id in enumerate(self.ids)}
+        rows, mask = self._rows, keep
+        share = float(mask.mean()) if len(mask) else 0.0
+        return (lambda record_id: (row := rows.get(record_id)) is not None and bool(mask[row])), share
+
     def _pattern_mask(self, pattern: str) -> npt.NDArray[np.bool_]:
         cached = self._pattern_masks.get(pattern)
         if cached is None:
@@ -101,7 +114,9 @@ class DenseIndex:
                filters: SearchFilters | None = None) -> list[ScoredId]:
         if not self.ids or limit <= 0:
             return []
-        scores = self.matrix @ np.asarray(vector, dtype=np.float32)
+        # numpy's own loop, not BLAS: a multi-threaded BLAS matrix-vector product waits for a free core and
+        # took 8 ms instead of 0.3 on a busy 2-core machine (and is no faster at 100k rows).
+        scores = np.einsum("ij,j->i", self.matrix, np.asarray(vector, dtype=np.float32))
         keep = self.mask(filters)
         if keep is not None:
             scores = np.where(keep, scores, -np.inf)

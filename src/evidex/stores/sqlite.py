@@ -87,6 +87,9 @@ MIGRATIONS = [
     """,
 ]
 
+_BM25 = "bm25(records_fts, ?, 1.0)"  # (title, text) column weights: the title weight is a setting
+_BROAD_FILTER = 0.5  # a filter at least this share of records passes is applied to unfiltered full-text hits
+
 _CHUNK_COLUMNS = (
     "record_id, doc_id, chunk_index, source, title, heading, text, citation_anchor, span_start, span_end, "
     "content_hash, source_version, published_at, expires_at, access_labels, citation_uri, authority_tier, "
@@ -307,17 +310,32 @@ class SqliteStore:
             return []
         if title_only:
             match = "{title} : (" + match + ")"
+        if filters is None or filters.is_empty():
+            return self._ranked_matches(match, limit)
+        # A filter most records pass (what a requester may read): rank the full-text index alone, with room
+        # to spare, and keep the hits the filters pass (the masks dense search applies). That is the order
+        # filtering inside SQL gives, at the unfiltered query's speed. A narrow filter (a family), or too
+        # few passing hits: SQL filters every match.
+        passes, share = self._dense_index().passes(filters)
+        if share >= _BROAD_FILTER:
+            wide = 2 * limit
+            hits = self._ranked_matches(match, wide)
+            kept = [h for h in hits if passes(h.record_id)]
+            if len(kept) >= limit or len(hits) < wide:
+                return kept[:limit]
         where, params = _filter_sql(filters)
-        score = "bm25(records_fts, ?, 1.0)"
-        if not where:  # rank the full-text index alone, then fetch the few winners' ids
-            sql = (f"SELECT r.record_id, f.s FROM (SELECT rowid, {score} AS s FROM records_fts "
-                   f"WHERE records_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN records r ON r.rowid = f.rowid "
-                   f"ORDER BY f.s, f.rowid")
-            args: tuple[Any, ...] = (self.title_weight, match, limit)
-        else:
-            sql = (f"SELECT r.record_id, {score} AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
-                   f"WHERE records_fts MATCH ? {where} ORDER BY s, r.rowid LIMIT ?")
-            args = (self.title_weight, match, *params, limit)
+        sql = (f"SELECT r.record_id, {_BM25} AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
+               f"WHERE records_fts MATCH ? {where} ORDER BY s, r.rowid LIMIT ?")
+        return self._scored(sql, (self.title_weight, match, *params, limit))
+
+    def _ranked_matches(self, match: str, limit: int) -> list[ScoredId]:
+        """The best `limit` matches: the full-text index ranks alone, then the few winners' ids are fetched."""
+        sql = (f"SELECT r.record_id, f.s FROM (SELECT rowid, {_BM25} AS s FROM records_fts "
+               f"WHERE records_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN records r ON r.rowid = f.rowid "
+               f"ORDER BY f.s, f.rowid")
+        return self._scored(sql, (self.title_weight, match, limit))
+
+    def _scored(self, sql: str, args: tuple[Any, ...]) -> list[ScoredId]:
         with self._fts_lock:
             rows = self._fts.execute(sql, args).fetchall()
         return [ScoredId(r[0], -float(r[1])) for r in rows]
