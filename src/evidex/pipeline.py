@@ -29,7 +29,7 @@ from evidex.retrieval.hybrid import candidates as to_candidates
 from evidex.retrieval.hybrid import fuse_lists, query_lists
 from evidex.stores.protocol import Store
 from evidex.trace import StageSwitches, Trace, pinned_now
-from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId
+from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId, SearchFilters
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,8 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
     if retrieved_at.utcoffset() is None:
         retrieved_at = retrieved_at.replace(tzinfo=UTC)
     k = request.k
+    # What searches steered by the request's own words may see: only records the requester may read.
+    reader = parts.gate.readable(request.principal) if parts.gate is not None and request.principal else None
     vectors: dict[str, npt.NDArray[np.float32]] = {}
 
     def encode(text: str) -> npt.NDArray[np.float32]:
@@ -127,7 +129,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
         weights: list[float] = []
         for text in queries:
             more, more_weights = query_lists(parts.store, encode, text, mode=request.mode, limit=wide,
-                                             settings=cfg.retrieval)
+                                             settings=cfg.retrieval, filters=reader)
             lists += more
             weights += more_weights
         hits = fuse_lists(lists, weights, cfg.retrieval)
@@ -164,16 +166,16 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             # A named aspect's best evidence is the page it titles: found in the pool or by a title look-up.
             added_by_name, pages, lookups = named_pages(parts.store, plan.families, ranked, max_lookups=ev.name_lookups,
                                                  limit=10, to_candidates=_readable(parts, request, retrieved_at,
-                                                                                   sparse_candidates))
+                                                                                   sparse_candidates), filters=reader)
             plan = with_known_evidence(plan, pages)
             added, attempts = rescue(parts.store, plan.families, [*ranked, *added_by_name], wide_limit=ev.wide_limit,
-                                     min_matches=ev.min_matches, base_filters=None, to_candidates=sparse_candidates)
+                                     min_matches=ev.min_matches, reader=reader, to_candidates=sparse_candidates)
             # Names are only followed out of text the requester may read: a restricted page must not steer
             # (or, through the trace, reveal) what else is found.
             bridged: list[Candidate] = []
             searches: list[BridgeSearch] = []
             if ev.bridge_from_top and plan.chained:
-                bridged, searches = _bridge(parts, request, ranked, retrieved_at, sparse_candidates)
+                bridged, searches = _bridge(parts, request, ranked, retrieved_at, sparse_candidates, reader)
             linked = frozenset(r for s in searches for r in s.linked)
             named = frozenset(r for s in searches for r in s.named)
             added = [*added_by_name, *added]
@@ -243,7 +245,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
 
 
 def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candidate], retrieved_at: datetime,
-            sparse_candidates: Callable[[list[ScoredId]], list[Candidate]],
+            sparse_candidates: Callable[[list[ScoredId]], list[Candidate]], reader: SearchFilters | None,
             ) -> tuple[list[Candidate], list[BridgeSearch]]:
     """Follow names out of readable evidence only, and only to readable records: a restricted page must
     neither steer what else is found nor be named (by id) in the trace."""
@@ -254,7 +256,8 @@ def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candi
         sources = list(gate.admit(sources, who, retrieved_at).admitted)
     follow = _readable(parts, request, retrieved_at, sparse_candidates)
     return bridge(parts.store, request.query, sources, from_top=ev.bridge_from_top,
-                  max_entities=ev.bridge_max_searches, limit=10, to_candidates=follow, hops=ev.bridge_hops)
+                  max_entities=ev.bridge_max_searches, limit=10, to_candidates=follow, hops=ev.bridge_hops,
+                  filters=reader)
 
 
 FOCUS_TOP = 3

@@ -135,3 +135,45 @@ def test_the_check_can_fail_security_team_sees_the_page(engine: Engine, hidden: 
     assert "security/breakglass-root-token.md" in {g["source"] for g in result["evidence"]}
     assert MARKER in leaks(result, hidden)
     assert len(leaks(result, hidden)) > 1
+
+
+@pytest.fixture(scope="module")
+def restricted_only_words(engine: Engine) -> list[str]:
+    """Words (five letters or more) of restricted pages whose every full-text match is restricted: by the
+    index's own tokenizer and stemmer, they occur nowhere an engineer may read."""
+    chunks = {c.record_id: c for c in all_chunks(engine)}
+    candidates = {w.lower() for c in chunks.values() if RESTRICTED_LABEL in c.provenance.access_labels
+                  for w in re.findall(r"[A-Za-z]{5,}", c.text)}
+    only = sorted(w for w in candidates
+                  if all(RESTRICTED_LABEL in chunks[h.record_id].provenance.access_labels
+                         for h in engine.store.search_sparse(w, len(chunks))))
+    assert "dublin" in only  # "safe BG-2 in the Lisbon office, or its twin in Dublin" (break-glass page)
+    return only
+
+
+def _probe(engine: Engine, word: str, principal: Any) -> dict[str, Any]:
+    result = engine.search_with_reasoning(f"Is anything kept in {word.capitalize()}?", principal=principal,
+                                          retrieved_at=RETRIEVED_AT)
+    stages = {s["stage"]: s.get("decisions") or {} for s in result["trace"]}
+    return {"sparse_hits": stages["retrieve"]["hits"][1],
+            "lookup_hits": sum(s["hits"] for s in stages["rescue"]["names"] + stages["rescue"]["searches"]),
+            "found_but_rejected": result["signals"]["coverage"]["families_found_but_rejected"],
+            "covered": result["signals"]["coverage"]["families_covered"],
+            "access_rejections": result["rejected"]["rejected_counts"]["access-label-not-granted"]}
+
+
+def test_a_question_cannot_probe_restricted_text_for_a_word(engine: Engine, restricted_only_words: list[str]) -> None:
+    """Asking about a word that only restricted pages contain must look to an engineer exactly like asking
+    about a word found nowhere: no search hit counted in the trace, no aspect found-but-rejected, no access
+    rejection counted. (Before, 'Dublin' came back found-but-rejected and 'Madrid' missing.) The security
+    team's answer to the same questions differs, so the probe would work if anything reached through."""
+    words = restricted_only_words[:: max(1, len(restricted_only_words) // 12)]
+    nowhere = _probe(engine, "Zqvorth", ENGINEER)
+    assert not nowhere["found_but_rejected"] and nowhere["access_rejections"] == 0
+    blind = ("sparse_hits", "lookup_hits", "found_but_rejected", "access_rejections")
+    for word in words:
+        seen = _probe(engine, word, ENGINEER)
+        assert {k: seen[k] for k in blind} == {k: nowhere[k] for k in blind}, word
+    security = [_probe(engine, word, SECURITY) for word in words]
+    assert all(s["sparse_hits"] > nowhere["sparse_hits"] for s in security)
+    assert sum(1 for s in security if s["covered"]) >= len(words) // 2

@@ -55,7 +55,7 @@ def store(tmp_path: Path) -> Iterator[CountingStore]:
 def test_one_search_per_short_family_none_for_present_ones(store: CountingStore) -> None:
     pool = [cand(SECRETS, 0.9)]
     added, attempts = rescue(store, [FAM_SECRETS, FAM_RBAC, FAM_POOL], pool, wide_limit=7, min_matches=1,
-                             base_filters=None, to_candidates=sparse_candidates(store))
+                             reader=None, to_candidates=sparse_candidates(store))
     assert [c.query for c in store.sparse_calls] == ["role grant least privilege", "Tidepool pool size"]
     assert all(c.limit == 7 and not c.title_only for c in store.sparse_calls)
     # a labelled family is searched within its family; an automatic aspect over everything
@@ -68,7 +68,7 @@ def test_one_search_per_short_family_none_for_present_ones(store: CountingStore)
 
 
 def test_a_family_that_finds_nothing_is_searched_once(store: CountingStore) -> None:
-    added, attempts = rescue(store, [FAM_NOTHING], [], wide_limit=50, min_matches=1, base_filters=None,
+    added, attempts = rescue(store, [FAM_NOTHING], [], wide_limit=50, min_matches=1, reader=None,
                              to_candidates=sparse_candidates(store))
     assert added == []
     assert len(store.sparse_calls) == 1
@@ -77,7 +77,7 @@ def test_a_family_that_finds_nothing_is_searched_once(store: CountingStore) -> N
 
 def test_min_matches_decides_who_is_short(store: CountingStore) -> None:
     pool = [cand(SECRETS, 0.9), cand(RBAC, 0.5)]
-    _, attempts = rescue(store, [FAM_SECRETS, FAM_RBAC], pool, wide_limit=50, min_matches=2, base_filters=None,
+    _, attempts = rescue(store, [FAM_SECRETS, FAM_RBAC], pool, wide_limit=50, min_matches=2, reader=None,
                          to_candidates=sparse_candidates(store))
     assert len(store.sparse_calls) == 2 and [a.family for a in attempts] == ["secrets", "rbac"]
     assert [a.added for a in attempts] == [0, 0]  # already in the pool: never added twice
@@ -86,7 +86,7 @@ def test_min_matches_decides_who_is_short(store: CountingStore) -> None:
 def test_rescue_adds_only_members_of_the_family(store: CountingStore) -> None:
     # "pool" matches text of several chunks; only the aspect's members join
     family = RequiredFamily("tidepool flag", "pool size flag connections", aspect_terms=("tidepool", "flag"))
-    added, _ = rescue(store, [family], [], wide_limit=50, min_matches=1, base_filters=None,
+    added, _ = rescue(store, [family], [], wide_limit=50, min_matches=1, reader=None,
                       to_candidates=sparse_candidates(store))
     assert ids(added) == ["pool"]
 

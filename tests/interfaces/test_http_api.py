@@ -203,7 +203,9 @@ def test_restricted_text_reaches_only_a_principal_with_the_label(client: TestCli
                       if "security-team" in c["provenance"]["access_labels"]}
             assert hidden and not any(record_id in as_eng.text for record_id in hidden)  # not even the ids
             rejected = as_eng.json()["rejected"]
-            assert rejected["rejected_counts"]["access-label-not-granted"] >= 1
+            # No family is declared here, and the requester's own words never reach a record they may not
+            # read: nothing restricted is even counted, so a question cannot probe for one.
+            assert rejected["rejected_counts"]["access-label-not-granted"] == 0
             for r in rejected["rejected"]:
                 assert set(r) <= {"record_id", "reason", "source", "superseded_by"}
     assert seen_by_security == 2 * len(RESTRICTED_QUESTIONS)

@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import ClassVar, Protocol
 
 from evidex.errors import ConfigError
-from evidex.types import Candidate, Chunk
+from evidex.types import Candidate, Chunk, SearchFilters
 
 log = logging.getLogger("evidex.admission")
 
@@ -239,6 +239,12 @@ class AdmissionGate:
     policy: GatePolicy = field(default_factory=GatePolicy)
 
     name: ClassVar[str] = "admit"
+
+    def readable(self, principal: Principal) -> SearchFilters | None:
+        """The store-side filter of the access rule: records carrying one of the principal's labels (None
+        when the policy does not check access). Searches steered by the requester's own words run under it,
+        so a restricted record can neither be probed for a word nor shift a count the requester sees."""
+        return SearchFilters(access_labels=principal.labels) if AccessRule.name in self.policy.rules else None
 
     def admit(self, candidates: Sequence[Candidate], principal: Principal, retrieved_at: datetime) -> GateDecision:
         if retrieved_at.utcoffset() is None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from evidex.evidence.plan import RequiredFamily, entity_spans, sentences, terms
 from evidex.stores.protocol import Store
-from evidex.types import Candidate, ScoredId
+from evidex.types import Candidate, ScoredId, SearchFilters
 
 
 @dataclass(frozen=True)
@@ -79,10 +79,10 @@ def titled(candidate: Candidate, entity: str) -> bool:
 
 
 def bridge(store: Store, question: str, ranked: Sequence[Candidate], *, from_top: int, max_entities: int,
-           limit: int, to_candidates: Callable[[list[ScoredId]], list[Candidate]], hops: int = 1
-           ) -> tuple[list[Candidate], list[BridgeSearch]]:
+           limit: int, to_candidates: Callable[[list[ScoredId]], list[Candidate]], hops: int = 1,
+           filters: SearchFilters | None = None) -> tuple[list[Candidate], list[BridgeSearch]]:
     """Follow names from the best candidates (hop 1), then from what hop 1 linked (hop 2, ...).
-    `max_entities` bounds the searches of all hops together."""
+    `max_entities` bounds the searches of all hops together; `filters`: what the searches may see."""
     have = {c.chunk.record_id for c in ranked}
     added: list[Candidate] = []
     searches: list[BridgeSearch] = []
@@ -99,7 +99,7 @@ def bridge(store: Store, question: str, ranked: Sequence[Candidate], *, from_top
         for entity, source in names:
             followed.add(entity.lower())
             started = time.perf_counter()
-            hits = store.search_sparse(entity, limit, title_only=True)
+            hits = store.search_sparse(entity, limit, filters, title_only=True)
             linked = [c for c in to_candidates(hits) if titled(c, entity)]
             fresh = [c for c in linked if c.chunk.record_id not in have]
             have.update(c.chunk.record_id for c in fresh)
@@ -113,11 +113,13 @@ def bridge(store: Store, question: str, ranked: Sequence[Candidate], *, from_top
 
 
 def named_pages(store: Store, families: Sequence[RequiredFamily], ranked: Sequence[Candidate], *,
-                max_lookups: int, limit: int, to_candidates: Callable[[list[ScoredId]], list[Candidate]]
+                max_lookups: int, limit: int, to_candidates: Callable[[list[ScoredId]], list[Candidate]],
+                filters: SearchFilters | None = None
                 ) -> tuple[list[Candidate], dict[str, tuple[str, ...]], list[BridgeSearch]]:
     """The pages a named aspect titles ("Pod Security Standards" for "Pod Security Standard"): its best
     evidence, better than a page that only mentions the name. Taken from the pool, else looked up with one
-    title search per name, at most `max_lookups` in all. Returns the candidates added, the record ids named
+    title search per name (seeing only `filters`), at most `max_lookups` in all. Returns the candidates
+    added, the record ids named
     per aspect, and the look-ups made."""
     have = {c.chunk.record_id for c in ranked}
     added: list[Candidate] = []
@@ -129,7 +131,7 @@ def named_pages(store: Store, families: Sequence[RequiredFamily], ranked: Sequen
         found = [c for c in ranked if named(c, family.name)]
         if not found and len(searches) < max_lookups:
             started = time.perf_counter()
-            hits = store.search_sparse(family.name, limit, title_only=True)
+            hits = store.search_sparse(family.name, limit, filters, title_only=True)
             found = [c for c in to_candidates(hits) if named(c, family.name)]
             fresh = [c for c in found if c.chunk.record_id not in have]
             have.update(c.chunk.record_id for c in fresh)
