@@ -42,11 +42,14 @@ def test_the_oracle_plan_finds_every_family(k8s: Any) -> None:
 
 
 def test_the_gate_leaks_nothing_and_reports_rejected_families(k8s: Any) -> None:
-    questions = load_questions(K8S / "questions.jsonl")[:12]
+    questions = load_questions(K8S / "questions.jsonl")
     report = evaluate(k8s, questions, ["hybrid", "full"], k=10, principal=Principal.of("eval", ["engineering-read"]),
                       retrieved_at=datetime(2026, 11, 30, tzinfo=UTC))
     full = report["pipelines"]["full"]
     assert full["leaks"] == 0
     assert report["pipelines"]["hybrid"]["leaks"] > 0  # the ungated retriever does leak: the check can fail
     assert full["found_but_rejected"]["reported"] == full["found_but_rejected"]["expected"]
+    # An automatic plan's aspects are the requester's words: evidence rejected for access only stays unseen.
+    assert full["access_withheld"]["withheld"] == full["access_withheld"]["expected"] > 0
+    assert full["found_but_rejected"]["expected"] > 0
     assert sum(full["reject_reasons"].values()) > 0

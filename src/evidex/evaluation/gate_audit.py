@@ -1,5 +1,9 @@
-"""Evaluation through the admission gate: leaks, reject reasons, admissible family recall and
-found-but-rejected reporting.
+"""Evaluation through the admission gate: leaks, reject reasons, admissible family recall,
+found-but-rejected reporting, and restricted evidence kept unseen.
+
+A family whose evidence exists but was all rejected must be reported found-but-rejected, except when its
+evidence is rejected for access only and the plan is automatic: then the family is the requester's own
+words, and reporting it would let a question probe restricted text (`access_withheld`).
 
 The records that must be rejected are computed once, independently of any pipeline, by applying the
 configured gate to every live chunk of the index. A *leak* is the text of such a record appearing in what
@@ -16,13 +20,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from evidex.admission.gate import AdmissionGate, GatePolicy, Principal
+from evidex.admission.gate import AdmissionGate, GatePolicy, Principal, RejectReason
 from evidex.types import Candidate, Chunk
 
 if TYPE_CHECKING:
     from evidex.engine import Engine
     from evidex.evaluation.datasets import Question
     from evidex.evaluation.runner import Ranked
+
+ACCESS = RejectReason.ACCESS.value
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,8 @@ class GateAudit:
         admissible_recall: list[float] = []
         expected_fbr = 0
         reported_fbr = 0
+        expected_withheld = 0
+        withheld = 0
         for question, ranked, _ in rows:
             outcome = ranked.info.get("outcome")
             if outcome is not None:
@@ -71,8 +79,14 @@ class GateAudit:
                     admissible_families += 1
                     covered += any(family.matches(c) and c.record_id in self.admitted for c in context)
                 elif any(m.record_id in self.must_reject for m in members):
-                    expected_fbr += 1
-                    reported_fbr += self._reported(outcome, family, plan)
+                    if plan != "oracle" and all(self.must_reject.get(m.record_id) == ACCESS for m in members):
+                        # An automatic plan's aspects are the requester's own words: evidence they may not
+                        # read must stay unseen, not be reported found-but-rejected.
+                        expected_withheld += 1
+                        withheld += int(outcome is not None and not self._reported(outcome, family, plan))
+                    else:
+                        expected_fbr += 1
+                        reported_fbr += self._reported(outcome, family, plan)
             if admissible_families:
                 admissible_recall.append(covered / admissible_families)
         return {
@@ -81,6 +95,7 @@ class GateAudit:
             "admissible_family_recall": round(sum(admissible_recall) / len(admissible_recall), 4)
             if admissible_recall else None,
             "found_but_rejected": {"expected": expected_fbr, "reported": reported_fbr},
+            "access_withheld": {"expected": expected_withheld, "withheld": withheld},
         }
 
     def _reported(self, outcome: Any, family: Any, plan: str) -> int:

@@ -92,11 +92,13 @@ def render_eval(console: Console, report: dict[str, Any]) -> None:
     console.print(table)
     if report.get("gate"):
         gate = Table("pipeline", "leaks", "admissible family recall", "found-but-rejected (reported/expected)",
-                     "reject reasons", title=f"through the gate: {report['gate']}")
+                     "access-only kept unseen (withheld/expected)", "reject reasons",
+                     title=f"through the gate: {report['gate']}")
         for name, row in pipelines.items():
-            fbr = row["found_but_rejected"]
+            fbr, unseen = row["found_but_rejected"], row["access_withheld"]
             gate.add_row(name, str(row["leaks"]), _fmt(row["admissible_family_recall"]),
-                         f"{fbr['reported']}/{fbr['expected']}", json.dumps(row["reject_reasons"]))
+                         f"{fbr['reported']}/{fbr['expected']}", f"{unseen['withheld']}/{unseen['expected']}",
+                         json.dumps(row["reject_reasons"]))
         console.print(gate)
     with_signals = {name: row["signals"] for name, row in pipelines.items() if "signals" in row}
     if with_signals:
