@@ -7,6 +7,7 @@ assemble (signals are computed from the outcome, in `evidex.signals`). Each step
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from evidex.admission.gate import AdmissionGate, GateDecision, Principal
+from evidex.admission.gate import AdmissionGate, GateDecision, Principal, RejectReason
 from evidex.config import Config
 from evidex.evidence.assemble import expand_neighbours
 from evidex.evidence.bridge import BridgeSearch, bridge, named_pages
@@ -68,6 +69,7 @@ class SearchOutcome:
     ranked_all: tuple[Candidate, ...]  # every candidate before the gate (never serialised with text)
     reranker: dict[str, Any]
     trace: Trace
+    hidden_successors: frozenset[str] = frozenset()  # `superseded_by` sources the requester may not read
 
 
 @dataclass(frozen=True)
@@ -194,10 +196,12 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
 
     decision: GateDecision | None = None
     admitted = ranked
+    hidden: frozenset[str] = frozenset()
     if parts.gate is not None and request.principal is not None:
         with trace.stage("admit", len(ranked)) as st:
             decision = parts.gate.admit(ranked, request.principal, retrieved_at)
             admitted = list(decision.admitted)
+            hidden = _unreadable_successors(parts.store, encode(request.query), ranked, decision, reader)
             st.n_out = len(admitted)
             st.decisions = {"rejected_counts": decision.counts()}
 
@@ -241,7 +245,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
     return SearchOutcome(request=request, retrieved_at=retrieved_at, plan=plan, context=tuple(selected),
                          families=families, gate=decision, graded=graded, expanded=expanded,
                          ranked=tuple([*selected, *deeper]), ranked_all=tuple(ranked), reranker=reranker,
-                         trace=trace)
+                         trace=trace, hidden_successors=hidden)
 
 
 def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candidate], retrieved_at: datetime,
@@ -258,6 +262,21 @@ def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candi
     return bridge(parts.store, request.query, sources, from_top=ev.bridge_from_top,
                   max_entities=ev.bridge_max_searches, limit=10, to_candidates=follow, hops=ev.bridge_hops,
                   filters=reader)
+
+
+def _unreadable_successors(store: Store, vector: npt.NDArray[np.float32], candidates: Sequence[Candidate],
+                           decision: GateDecision, reader: SearchFilters | None) -> frozenset[str]:
+    """The successors (`superseded_by`) named by visibly rejected candidates of which the requester may read
+    nothing: naming one would reveal a restricted page. A one-row dense search under the reader's filter and
+    the source tells whether any of it is readable."""
+    if reader is None:
+        return frozenset()
+    visible = {r.record_id for r in decision.rejected if r.reason is not RejectReason.ACCESS}
+    named = {c.chunk.provenance.superseded_by for c in candidates
+             if c.chunk.record_id in visible and c.chunk.provenance.superseded_by}
+    return frozenset(source for source in sorted(s for s in named if s)
+                     if not store.search_dense(vector, 1, dataclasses.replace(
+                         reader, source_pattern=f"^{re.escape(source)}$")))
 
 
 FOCUS_TOP = 3

@@ -95,14 +95,16 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
     if rejected is not None:
         rejected.pop("admitted", None)
         # Visible (non-access) rejections may say where the record came from and what replaced it: that is
-        # provenance, not restricted text, and it tells the reader where the current version lives.
+        # provenance, not restricted text, and it tells the reader where the current version lives (unless
+        # the requester may read none of the successor: then its name alone would reveal it).
         chunks = {c.chunk.record_id: c.chunk for c in outcome.ranked_all}
         visible: list[dict[str, Any]] = rejected["rejected"]  # type: ignore[assignment]
         for item in visible:
             ch = chunks.get(item["record_id"])
             if ch is not None and item["reason"] != "access-label-not-granted":
                 item["source"] = ch.source
-                item["superseded_by"] = ch.provenance.superseded_by
+                successor = ch.provenance.superseded_by
+                item["superseded_by"] = None if successor in outcome.hidden_successors else successor
     stages = outcome.trace.to_dict(timing=False)
     signals_ms = (time.perf_counter() - started) * 1000
     return {

@@ -4,7 +4,8 @@
 - a fresh authorized page answers: its chunks carry `uri#anchor` citations and are citation-accepted;
   a person's verification makes one human-verified, until the page's source version changes;
 - the expired rollback-v1 page is rejected `expired-at-retrieval-time` although it ranks first;
-- restricted pages are rejected and only counted;
+- restricted pages, reached only through a declared family (the break-glass shape), are rejected and only
+  counted; a rejected page names its successor only when the requester may read it;
 - capacity-planning (no citation_uri) is rejected `missing-exact-citation-anchor`;
 - the same request twice gives the same decision, byte for byte;
 
@@ -161,6 +162,25 @@ def test_the_terminal_shows_an_expired_page_once_with_its_chunk_count(engine: En
     assert "expired-at-retrieval-time" in lines[0] and "superseded by deploy/rollback.md" in lines[0]
     assert (f"×{len(expired)} chunks" in lines[0]) == (len(expired) > 1)
 
+
+
+def test_a_successor_the_requester_may_not_read_is_not_named(tmp_path: Path, cache_dir: Path,
+                                                             embedder: Embedder) -> None:
+    """`superseded_by` is provenance an engineer may see, unless it names a page they may not read: then its
+    path alone would reveal it. Here rollback-v1 is re-pointed at the restricted break-glass page."""
+    handbook = copy_handbook(tmp_path / "handbook")
+    old = handbook / "deploy" / "rollback-v1.md"
+    old.write_text(old.read_text(encoding="utf-8").replace(
+        'superseded_by: "deploy/rollback.md"', 'superseded_by: "security/breakglass-root-token.md"'), encoding="utf-8")
+    with open_handbook(tmp_path / "idx", cache_dir, embedder, handbook) as e:
+        def successors(principal: Any) -> set[Any]:
+            result = e.search_with_reasoning(ROLLBACK_QUESTION, principal=principal, retrieved_at=RETRIEVED_AT)
+            return {r.get("superseded_by") for r in rejected_items(result) if r["source"] == "deploy/rollback-v1.md"}
+
+        assert successors(ENGINEER) == {None}
+        assert "breakglass" not in json.dumps(
+            e.search_with_reasoning(ROLLBACK_QUESTION, principal=ENGINEER, retrieved_at=RETRIEVED_AT))
+        assert successors(SECURITY) == {"security/breakglass-root-token.md"}  # the check can fail
 
 # ---- case 3: restricted pages -----------------------------------------------------------------------
 
