@@ -80,6 +80,9 @@ def test_keys_errors_are_one_line_with_exit_code_3(invoke: Invoke) -> None:
     assert "Traceback" not in again.output
     assert invoke("keys", "revoke", "ghost").exit_code == 3
     assert invoke("keys", "rotate", "ghost").exit_code == 3
+    for grace in ("inf", "1e12"):  # beyond any date: a one-line error, not an OverflowError traceback
+        too_long = invoke("keys", "rotate", "agent", "--grace", grace)
+        assert too_long.exit_code == 3 and "grace period" in too_long.stderr and "Traceback" not in too_long.output
     assert invoke("keys", "create", "b", "--principal", "bob", "--rate", "0").exit_code == 2  # usage error
 
 

@@ -185,6 +185,12 @@ def test_400_for_invalid_json_and_for_k_over_the_deployment_limit(handbook_engin
         assert r.status_code == 400 and "Content-Type: application/json" in error_of(r)["message"]
         r = c.post(SEARCH_PATH, json={"query": "x", "k": 6}, headers=bearer(key))
         assert r.status_code == 400 and error_of(r)["message"] == "k: must be between 1 and 5 (got 6)"
+        r = c.post(SEARCH_PATH, json={"query": "x", "k": 60}, headers=bearer(key))  # over the tool's own limit too
+        assert r.status_code == 400 and error_of(r)["message"] == "k: must be between 1 and 5 (got 60)"
+        # Without a valid key the body is not judged at all: 401, whatever it holds.
+        for headers in ({}, bearer("evx_not-a-key")):
+            r = c.post(SEARCH_PATH, content=b'{"query": ', headers={**headers, "Content-Type": "application/json"})
+            assert r.status_code == 401 and r.headers["WWW-Authenticate"] == "Bearer"
         assert c.post(SEARCH_PATH, json={"query": "x", "k": 5}, headers=bearer(key)).status_code == 200
 
 

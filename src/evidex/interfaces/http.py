@@ -106,11 +106,11 @@ def _openapi_without_422(app: FastAPI, generate: Callable[[], dict[str, Any]]) -
     return app.openapi_schema or generate()
 
 
-def _validation_message(exc: RequestValidationError) -> str:
+def _validation_message(exc: RequestValidationError, max_k: int = tool.MAX_K) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         try:  # the tool's own validator words the common mistakes best (and never echoes values)
-            tool.parse_arguments(body)
+            tool.parse_arguments(body, max_k=max_k)
         except tool.ToolInputError as err:
             return str(err)
     parts = []
@@ -156,9 +156,18 @@ def authorize(request: Request,
               bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
               api_key: Annotated[str | None, Security(_api_key_header)]) -> KeyRecord:
     """The caller's key (from `Authorization: Bearer` or `X-API-Key`), within its rate, or an ApiError."""
-    keys: KeyStore = request.app.state.evidex_keys
     limiter: RateLimiter = request.app.state.evidex_limiter
-    presented = bearer.credentials if bearer is not None else api_key
+    record = _key_of(request, bearer.credentials if bearer is not None else api_key)
+    decision = limiter.acquire(record.name, record.rate_per_min)
+    if not decision.allowed:
+        raise ApiError(429, "rate-limited", f"over {record.rate_per_min} requests per minute for this key; "
+                       f"retry after {decision.retry_after_header} s", {"Retry-After": decision.retry_after_header})
+    return record
+
+
+def _key_of(request: Request, presented: str | None) -> KeyRecord:
+    """The valid key `presented`, or a 401 ApiError."""
+    keys: KeyStore = request.app.state.evidex_keys
     challenge = {"WWW-Authenticate": "Bearer"}
     if not presented or not presented.strip():
         raise ApiError(401, "unauthorized", "an API key is required (Authorization: Bearer <key> or X-API-Key)",
@@ -167,11 +176,15 @@ def authorize(request: Request,
     if record is None:
         raise ApiError(401, "unauthorized", "the API key is not valid (unknown, revoked or expired)", challenge)
     request.state.evidex_key = record.name
-    decision = limiter.acquire(record.name, record.rate_per_min)
-    if not decision.allowed:
-        raise ApiError(429, "rate-limited", f"over {record.rate_per_min} requests per minute for this key; "
-                       f"retry after {decision.retry_after_header} s", {"Retry-After": decision.retry_after_header})
     return record
+
+
+def _presented_key(request: Request) -> str | None:
+    """The key in the headers, read as the route's security schemes read it."""
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials
+    return request.headers.get("x-api-key")
 
 
 def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, max_k: int = tool.MAX_K,
@@ -220,6 +233,14 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, m
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     async def handle(request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, RequestValidationError) and request.url.path == SEARCH_PATH:
+            # The body is parsed before the key is checked: a caller without a valid key learns nothing
+            # about its body, and a valid one is told the limits this server applies.
+            try:
+                _key_of(request, _presented_key(request))
+            except ApiError as denied:
+                return denied.response()
+            return ApiError(400, "invalid-argument", _validation_message(exc, max_k)).response()
         error = api_error(exc)
         if error.status >= 500:
             cause = exc.__cause__ or exc

@@ -42,6 +42,7 @@ KEYS_FILE = "keys.sqlite"
 KEY_PREFIX = "evx_"
 DEFAULT_RATE_PER_MIN = 60
 MAX_RATE_PER_MIN = 100_000
+MAX_GRACE_S = 365 * 24 * 3600.0  # how long a rotated key may keep working
 
 Clock = Callable[[], datetime]
 
@@ -195,8 +196,8 @@ class KeyStore:
 
     def rotate(self, name: str, grace_s: float = 3600.0) -> tuple[str, KeyRecord]:
         """A new key for `name` (same principal, labels and rate); the old keys stay valid for `grace_s`."""
-        if grace_s < 0:
-            raise ConfigError(f"grace_s must be >= 0 (got {grace_s})")
+        if not 0 <= grace_s <= MAX_GRACE_S:  # also refuses nan and inf
+            raise ConfigError(f"the grace period must be between 0 and {MAX_GRACE_S:g} s (one year); got {grace_s}")
         with self._transaction() as db:
             now = self.now()
             valid = [r for r in self._rows(name) if r.is_valid(now)]
