@@ -337,3 +337,12 @@ def test_chunk_terms_never_mix_two_chunks_that_share_an_id() -> None:
     assert "vaultline" in chunk_terms(first)[0]
     assert "tidepool" in chunk_terms(second)[0] and "vaultline" not in chunk_terms(second)[0]
     assert chunk_terms(second)[1] == frozenset({"pool"})
+
+
+@given(st.lists(st.sampled_from(["how", "do", "I", "rotate", "keys", "and", "why", "?", ",", ".", ";"]), max_size=12),
+       st.lists(st.sampled_from([" ", "  ", "\t", "\n", " \n\t "]), min_size=12, max_size=12))
+def test_sub_questions_do_not_depend_on_how_words_are_spaced(words: list[str], gaps: list[str]) -> None:
+    """Runs of whitespace are read as one space (a long run had made the split backtrack cubically)."""
+    spaced = "".join(w + g for w, g in zip(words, gaps, strict=False))
+    assert sub_questions(spaced) == sub_questions(" ".join(spaced.split()))
+    assert auto_plan(spaced).aspects == auto_plan(" ".join(spaced.split())).aspects

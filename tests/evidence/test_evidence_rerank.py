@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from evidence_support import build_store, cand, constant_encoder, ids, make_chunk
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evidex.admission.gate import AdmissionGate, Principal
 from evidex.config import Config
@@ -171,3 +173,14 @@ def test_pipeline_reports_the_reranker(tmp_path: Path, with_encoder: bool) -> No
             assert set(outcome.reranker["weights"]) == {"retrieval", "lexical", "title"}
     finally:
         store.close()
+
+
+@given(st.text(alphabet="aZ9-._ `", max_size=60))
+def test_exact_tokens_start_words(query: str) -> None:
+    """Every identifier starts a word (or a backquoted span), never inside one; matching from inside a word
+    had made a long word quadratic."""
+    def starts_a_word(i: int) -> bool:
+        return i == 0 or not (query[i - 1].isalnum() or query[i - 1] == "_")
+
+    for token in exact_tokens(query):
+        assert any(query.startswith(token, i) and starts_a_word(i) for i in range(len(query)))
