@@ -44,6 +44,10 @@ class SearchRequest:
     switches: StageSwitches = field(default_factory=StageSwitches)
     mode: RetrievalMode = RetrievalMode.HYBRID
 
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise ValueError(f"k must be a positive integer (got {self.k!r})")
+
 
 @dataclass(frozen=True)
 class FamilyStatus:
@@ -320,8 +324,11 @@ def _family_statuses(plan: EvidencePlan, selected: Sequence[Candidate], ranked: 
                      decision: GateDecision | None, graded: Graded | None) -> tuple[FamilyStatus, ...]:
     out = []
     rejected_by_id = {r.record_id: r for r in decision.rejected} if decision else {}
+    # A family grading found no validated evidence for is missing, whatever merely matches it in the context.
+    unvalidated = set(graded.missing_families) if graded else set()
     for family in plan.families:
-        ids = tuple(c.chunk.record_id for c in selected if family.matches(c.chunk))
+        ids = () if family.name in unvalidated else tuple(c.chunk.record_id for c in selected
+                                                           if family.matches(c.chunk))
         if ids:
             out.append(FamilyStatus(family.name, "covered", ids))
             continue

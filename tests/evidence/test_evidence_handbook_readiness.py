@@ -285,3 +285,43 @@ def test_trace_has_every_stage_in_order_and_no_rejected_text(engine: Engine, que
     assert MARKER not in json.dumps(result["trace"], ensure_ascii=False)
     access = {r.record_id for r in outcome.gate.rejected if r.reason.value == "access-label-not-granted"}
     assert not [r for r in access if r in json.dumps(result["trace"])]
+
+
+# ---- grading decides what counts as a family's evidence ---------------------------------------------
+
+
+def test_a_family_grading_cannot_validate_is_missing_not_covered(engine: Engine) -> None:
+    """Family A's only member in the context is noise for this question and answers none of A's own rescue
+    query, so grading validates nothing for A: A is missing and drives a re-query, although the chunk matches
+    it. B, whose rescue query that chunk does answer, stays covered by it."""
+    from evidex.evidence.plan import RequiredFamily, explicit_plan
+
+    plan = explicit_plan([
+        RequiredFamily(name="A", label="data-retention", rescue_query="xyzzy plugh"),
+        RequiredFamily(name="B", source_regex="data-retention", rescue_query="retention policy data deleted days"),
+    ])
+    result = ask(engine, "how do canary rollouts shift traffic?", k=5, plan=plan)
+    grade = next(s for s in result["trace"] if s["stage"] == "grade")
+    assert grade["decisions"]["missing"] == ["A"]
+    status = {f["name"]: f["status"] for f in result["families"]}
+    assert status == {"A": "missing", "B": "covered"}
+    assert any("A" in c["meets"] for c in evidence_chunks(result))  # it does match A: only grading says no
+    assert result["decision"]["recommendation"]["action"] == "re-query"
+    assert result["decision"]["recommendation"]["focus"] == ["A"]
+
+
+@pytest.mark.parametrize("k", [0, -2, True, 2.5])
+def test_k_must_be_a_positive_integer(engine: Engine, k: Any) -> None:
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        ask(engine, ROTATION_QUESTION, k=k)
+
+
+def test_grading_never_exceeds_k_with_more_families_than_slots(engine: Engine) -> None:
+    """The demo's composite question plans five obligations; with k=2 the context holds two chunks and the
+    obligations that lost their slot are reported missing, not squeezed in."""
+    from evidex.interfaces.cli import DEMO_QUESTIONS
+
+    result = ask(engine, DEMO_QUESTIONS[0][1], k=2)
+    assert len(evidence_chunks(result)) <= 2
+    statuses = [f["status"] for f in result["families"]]
+    assert len(statuses) > 2 and "missing" in statuses

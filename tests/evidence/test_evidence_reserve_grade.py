@@ -201,17 +201,22 @@ def test_grade_properties(ranked: list[Candidate], labels: list[str], k: int) ->
     out_ids = ids(out)
     assert len(set(out_ids)) == len(out_ids)
     assert set(out_ids) <= set(ids(ranked))
-    if len(families) <= k:
-        assert len(out) <= k
+    assert len(out) <= k  # never over budget, even with more families than slots
     # noise stays only when it is some family's validated evidence
     for c in out:
         if grade_of(c, T) is Grade.INCORRECT:
             assert any(supports(c, f, T) for f in families)
-    # every family is either covered by validated evidence in the output or reported missing
+    # every family is either covered by validated evidence in the output or reported missing; one with
+    # validated evidence is missing only when the budget is full of other families' evidence
     for family in families:
         has_support = any(supports(c, family, T) for c in ranked)
-        assert (family.name in graded.missing_families) == (not has_support)
-        if has_support:
-            assert any(supports(c, family, T) for c in out)
+        covered = any(supports(c, family, T) for c in out)
+        assert covered != (family.name in graded.missing_families)
+        if has_support and not covered:
+            assert len(out) == k
+            assert all(any(supports(c, f, T) for f in families if f.name not in graded.missing_families)
+                       for c in out)
+    assert len(set(graded.missing_families)) == len(graded.missing_families)
+    assert len(set(graded.restored)) == len(graded.restored)
     assert [c.score for c in out] == sorted((c.score for c in out), reverse=True)
     assert set(graded.grades) == set(out_ids)

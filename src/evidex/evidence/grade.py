@@ -57,27 +57,32 @@ def supports(c: Candidate, family: RequiredFamily, t: GradeThresholds) -> bool:
     return bool(wanted) and sum(1 for w in wanted if w in have) / len(wanted) >= 1 / 3
 
 
+def families_order(names: Sequence[str], families: Sequence[RequiredFamily]) -> int:
+    """The plan position of the first of `names` (an earlier family was planned as more specific)."""
+    return min(i for i, f in enumerate(families) if f.name in names)
+
+
 def grade(selection: Sequence[Candidate], ranked: Sequence[Candidate], families: Sequence[RequiredFamily],
           k: int, t: GradeThresholds) -> Graded:
-    """Remove noise from the selection; never lose a required family's validated evidence.
+    """Remove noise from the selection; never lose a required family's validated evidence, and never hold
+    more than k chunks: when there are more families than slots, the later families of the plan are reported
+    missing (they drive a re-query) rather than overflowing the budget.
 
     Removed slots are not refilled: CRAG's point is a shorter context with less noise."""
     grades = {c.chunk.record_id: grade_of(c, t) for c in selection}
-    protected: set[str] = set()
+    protected: dict[str, list[str]] = {}  # record id -> the families it is the evidence of, in plan order
     restored: list[str] = []
     missing: list[str] = []
     for family in families:
         # The family's best evidence by the rule reserve used to choose it: coverage of the family, then score.
         own = max((c for c in selection if supports(c, family, t)), default=None,
                   key=lambda c: (round(family.match_score(c.chunk), 3), c.score))
-        if own is not None:
-            protected.add(own.chunk.record_id)
-            continue
-        best = next((c for c in ranked if supports(c, family, t)), None)
+        best = own or next((c for c in ranked if supports(c, family, t)), None)
         if best is None:
             missing.append(family.name)
-        else:
-            protected.add(best.chunk.record_id)
+            continue
+        protected.setdefault(best.chunk.record_id, []).append(family.name)
+        if own is None and best.chunk.record_id not in restored:
             restored.append(best.chunk.record_id)
     kept = [c for c in selection
             if grades[c.chunk.record_id] is not Grade.INCORRECT or c.chunk.record_id in protected]
@@ -85,11 +90,19 @@ def grade(selection: Sequence[Candidate], ranked: Sequence[Candidate], families:
     for record_id in restored:
         if all(c.chunk.record_id != record_id for c in kept):
             kept.append(by_id[record_id])
-    while len(kept) > k:  # a restored family displaces the weakest unprotected chunk
+    while len(kept) > k:  # a restored family displaces the weakest unprotected chunk...
         weakest = min((c for c in kept if c.chunk.record_id not in protected), key=lambda c: c.score, default=None)
-        if weakest is None:
-            break
+        if weakest is None:  # ...and when only families' evidence is left, the later families lose theirs
+            weakest = max(kept, key=lambda c: families_order(protected[c.chunk.record_id], families))
+            for name in protected.pop(weakest.chunk.record_id):
+                family = next(f for f in families if f.name == name)
+                other = next((c for c in kept if c is not weakest and supports(c, family, t)), None)
+                if other is None:
+                    missing.append(name)
+                else:
+                    protected.setdefault(other.chunk.record_id, []).append(name)
         kept.remove(weakest)
+    restored = [r for r in restored if r in protected]
     kept.sort(key=lambda c: (-c.score, c.chunk.record_id))
     kept_ids = {c.chunk.record_id for c in kept}
     removed = tuple(c.chunk.record_id for c in selection if c.chunk.record_id not in kept_ids)
