@@ -47,6 +47,8 @@ class SearchRequest:
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise ValueError(f"k must be a positive integer (got {self.k!r})")
+        # A focus of only whitespace is no focus (it had run an empty second search and changed the answer).
+        object.__setattr__(self, "aspect_focus", (self.aspect_focus or "").strip() or None)
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
             "principal": ({"name": req.principal.name, "labels": list(req.principal.labels)}
                           if req.principal else None),
             "retrieved_at": format_time(outcome.retrieved_at),
-            "plan": outcome.plan.to_dict() if req.plan is not None else None,
+            "plan": req.plan.to_dict() if req.plan is not None else None,  # as given: replay re-applies focus
             "mode": req.mode.value,
         },
         "index": {"snapshot_id": ctx.snapshot_id, "config_hash": ctx.config_hash},

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_support import HANDBOOK, RETRIEVED_AT_TEXT, ROLLBACK_QUESTION, SAMPLE_CONFIG
+from evidence_support import (
+    ENGINEER,
+    HANDBOOK,
+    RETRIEVED_AT,
+    RETRIEVED_AT_TEXT,
+    ROLLBACK_QUESTION,
+    SAMPLE_CONFIG,
+    handbook_config,
+)
 from typer.testing import CliRunner, Result
 
 from evidex.interfaces import cli
@@ -122,3 +130,23 @@ def test_demo_runs_and_stops_on_the_restricted_question(tmp_path: Path, cache_di
     assert "stop-no-fresh-authorized-citable-source" in text
     assert "RESTRICTED-MARKER" not in text
     assert "ingested the Northwind handbook" in text
+
+
+def test_replay_of_an_explicit_plan_with_a_focus_is_identical(invoke: Invoke, index_dir: Path, cache_dir: Path,
+                                                              tmp_path: Path) -> None:
+    """The request echoes the caller's plan as given (before the focus is applied, with every family field),
+    so replay applies the focus once and meets families by the same term share."""
+    from evidex.engine import Engine
+    from evidex.evidence.plan import RequiredFamily, explicit_plan
+
+    plan = explicit_plan([RequiredFamily(name="keys", label="key-rotation", rescue_query="rotate transit key"),
+                          RequiredFamily(name="rot", rescue_query="rotate key", aspect_terms=("rotat", "key"),
+                                         min_term_share=0.3)])
+    with Engine.open(handbook_config(index_dir, cache_dir)) as engine:
+        result = engine.search_with_reasoning("how do I rotate the transit key and who is on call?", "audit log",
+                                              k=5, plan=plan, principal=ENGINEER, retrieved_at=RETRIEVED_AT)
+    assert result["request"]["plan"]["families"][1]["min_term_share"] == 0.3
+    assert [f["name"] for f in result["request"]["plan"]["families"]] == ["keys", "rot"]  # no focus in it
+    saved = tmp_path / "planned.json"
+    saved.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
+    assert "identical" in flat(ok(invoke("replay", str(saved))).stdout)

@@ -325,3 +325,10 @@ def test_grading_never_exceeds_k_with_more_families_than_slots(engine: Engine) -
     assert len(evidence_chunks(result)) <= 2
     statuses = [f["status"] for f in result["families"]]
     assert len(statuses) > 2 and "missing" in statuses
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t\n"])
+def test_a_blank_aspect_focus_is_no_focus(engine: Engine, blank: str) -> None:
+    """It had run a second, empty search and changed the answer (9 chunks without it, 10 with '   ')."""
+    assert decision_json(ask(engine, ROTATION_QUESTION, aspect_focus=blank)) == decision_json(
+        ask(engine, ROTATION_QUESTION))

@@ -73,6 +73,9 @@ def chunk_terms(chunk: Chunk) -> tuple[frozenset[str], frozenset[str]]:
     return cached
 
 
+_MIN_TERM_SHARE = 0.6  # an automatic aspect is met by a chunk holding this share of its terms
+
+
 @dataclass(frozen=True)
 class RequiredFamily:
     """An evidence obligation. A chunk meets it by family label, source pattern, document id, or (for an
@@ -85,7 +88,7 @@ class RequiredFamily:
     doc_ids: tuple[str, ...] = ()
     aspect_terms: tuple[str, ...] = ()
     record_ids: tuple[str, ...] = ()  # known best evidence: a focused search's best hits, the pages the name titles
-    min_term_share: float = 0.6
+    min_term_share: float = _MIN_TERM_SHARE
     entity: bool = False  # the aspect is a name (not a phrase): a page titled by it is its best evidence
 
     def matches(self, chunk: Chunk) -> bool:
@@ -124,6 +127,10 @@ class RequiredFamily:
             d["doc_ids"] = list(self.doc_ids)
         if self.aspect_terms:
             d["aspect_terms"] = list(self.aspect_terms)
+        if self.record_ids:
+            d["record_ids"] = list(self.record_ids)
+        if self.min_term_share != _MIN_TERM_SHARE:
+            d["min_term_share"] = self.min_term_share
         if self.entity:
             d["entity"] = True
         return d
@@ -413,7 +420,9 @@ def plan_from_dict(data: dict[str, Any]) -> EvidencePlan:
     families = tuple(
         RequiredFamily(name=f["name"], rescue_query=f["rescue_query"], label=f.get("label"),
                        source_regex=f.get("source_regex"), doc_ids=tuple(f.get("doc_ids", ())),
-                       aspect_terms=tuple(f.get("aspect_terms", ())), entity=bool(f.get("entity", False)))
+                       aspect_terms=tuple(f.get("aspect_terms", ())), record_ids=tuple(f.get("record_ids", ())),
+                       min_term_share=float(f.get("min_term_share", _MIN_TERM_SHARE)),
+                       entity=bool(f.get("entity", False)))
         for f in data.get("families", ()))
     return EvidencePlan(families=families, aspects=tuple(data.get("aspects", ())),
                         source=PlanSource(data.get("source", "caller")), shape=data.get("shape"),
