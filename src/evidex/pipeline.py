@@ -20,7 +20,7 @@ from evidex.admission.gate import AdmissionGate, GateDecision, Principal, Reject
 from evidex.config import Config
 from evidex.evidence.assemble import expand_neighbours
 from evidex.evidence.bridge import BridgeSearch, bridge, named_pages
-from evidex.evidence.grade import Graded, GradeThresholds, grade
+from evidex.evidence.grade import Graded, GradeThresholds, grade, grade_of
 from evidex.evidence.plan import EvidencePlan, QuestionShape, RequiredFamily, plan_question
 from evidex.evidence.rescue import rescue
 from evidex.evidence.reserve import reserve
@@ -225,10 +225,10 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
         st.n_out = len(selected)
 
     graded: Graded | None = None
+    thresholds = GradeThresholds(ev.grade_correct, ev.grade_incorrect)
     if sw.grade:
         with trace.stage("grade", len(selected)) as st:
-            graded = grade(selected, admitted, plan.families, k,
-                           GradeThresholds(ev.grade_correct, ev.grade_incorrect))
+            graded = grade(selected, admitted, plan.families, k, thresholds)
             selected = list(graded.chunks)
             st.n_out = len(selected)
             st.decisions = {"overall": graded.overall.value, "removed": list(graded.removed),
@@ -237,9 +237,14 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
     expanded: tuple[tuple[str, str], ...] = ()
     with trace.stage("assemble", len(selected)) as st:
         if sw.expand:
-            assembly = expand_neighbours(selected, admitted, k)
+            # Never back what grading just removed as noise.
+            dropped = set(graded.removed) if graded is not None else set()
+            assembly = expand_neighbours(selected, [c for c in admitted if c.chunk.record_id not in dropped], k)
             selected = list(assembly.chunks)
             expanded = assembly.expanded
+            if graded is not None and expanded:  # a neighbour kept with its section shows its own grade
+                neighbours = {c.chunk.record_id: grade_of(c, thresholds) for c in selected}
+                graded = dataclasses.replace(graded, grades={**neighbours, **graded.grades})
             st.decisions = {"expanded": [list(pair) for pair in expanded]}
         st.n_out = len(selected)
         families = _family_statuses(plan, selected, ranked, decision, graded)

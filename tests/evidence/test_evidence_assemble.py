@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime
+from pathlib import Path
 
-from evidence_support import cand, ids, make_chunk
+from evidence_support import build_store, cand, constant_encoder, ids, make_chunk
 
-from evidex.config import ChunkingConfig
+from evidex.admission.gate import AdmissionGate, Principal
+from evidex.config import ChunkingConfig, Config
 from evidex.evidence.assemble import continues, expand_neighbours, group_by_source
 from evidex.ingest.run import chunk_document
-from evidex.types import Chunk, Document
+from evidex.pipeline import PipelineParts, SearchRequest, run_search
+from evidex.types import Chunk, Document, RetrievalMode
 
 STEPS_1_2 = "1. Drain the node.\n2. Snapshot the volume.\n"
 STEPS_3_4 = "3. Restore the snapshot.\n4. Uncordon the node.\n"
@@ -104,3 +107,27 @@ def test_group_by_source_keeps_document_order_within_a_source() -> None:
     a0 = cand(make_chunk("a0", doc_id="A", chunk_index=0, source="a.md"), 0.1)
     groups = group_by_source([a1, b0, a0])
     assert [ids(g) for g in groups] == [["a0", "a1"], ["b0"]]
+
+
+def test_the_pipeline_never_expands_back_what_grading_removed(tmp_path: Path) -> None:
+    """'notes' continues the section of the best chunk ('rotate') but is noise for the question: grading
+    removes it from the selection, and expansion must not put it back as the best chunk's neighbour."""
+    chunks = [make_chunk("rotate", "rotate the transit key with the rotate command then rewrap rows",
+                         doc_id="keys", chunk_index=0, heading="Rotation", anchor="rotation"),
+              make_chunk("notes", "lunch menu soup salad and the transit bus timetable",
+                         doc_id="keys", chunk_index=1, heading="Rotation", anchor="rotation"),
+              *(make_chunk(f"other-{i}", f"rotate key schedule number {i} for the transit service")
+                for i in range(4))]
+    store = build_store(tmp_path / "idx", chunks)
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config(), gate=AdmissionGate())
+        outcome = run_search(parts, SearchRequest("how do I rotate the transit key and rewrap rows?", k=6,
+                                                  principal=Principal.of("p", ["public"]),
+                                                  retrieved_at=datetime(2026, 1, 1, tzinfo=UTC),
+                                                  mode=RetrievalMode.BM25))
+        assert outcome.graded is not None and "notes" in outcome.graded.removed  # the case is live
+        assert "notes" not in [c.chunk.record_id for c in outcome.context]
+        assert ("rotate", "notes") not in outcome.expanded
+        assert all(c.chunk.record_id in outcome.graded.grades for c in outcome.context)  # every chunk graded
+    finally:
+        store.close()
