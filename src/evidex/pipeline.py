@@ -199,6 +199,8 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             st.n_out = len(ranked)
             st.decisions = {"names": [s.to_dict() for s in lookups], "searches": [a.to_dict() for a in attempts],
                             "bridges": [b.to_dict() for b in searches]}
+            st.searches = [*(("name", s.entity, s.ms) for s in lookups), *(("rescue", a.query, a.ms) for a in attempts),
+                           *(("bridge", b.entity, b.ms) for b in searches)]
 
     decision: GateDecision | None = None
     admitted = ranked

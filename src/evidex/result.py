@@ -148,6 +148,8 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
             # Tokens fed to a model that reads candidate text (a configured cross-encoder); no generative model
             # is called, and the query's own embedding is not counted.
             "model_tokens": int(outcome.reranker.get("tokens", 0)),
+            # Each bounded search a stage ran (rescue, name look-ups, bridges), with its time.
+            "searches_ms": [x for s in outcome.trace.stages for x in s.searches_ms()],
         },
     }
 

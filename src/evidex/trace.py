@@ -19,6 +19,7 @@ class StageRecord:
     n_in: int = 0
     n_out: int = 0
     decisions: dict[str, Any] = field(default_factory=dict)
+    searches: list[tuple[str, str, float]] = field(default_factory=list)  # (kind, query, ms) of each search
 
     def to_dict(self, *, timing: bool) -> dict[str, Any]:
         d: dict[str, Any] = {"stage": self.name, "in": self.n_in, "out": self.n_out}
@@ -26,7 +27,13 @@ class StageRecord:
             d["decisions"] = self.decisions
         if timing:
             d["ms"] = round(self.ms, 3)
+            if self.searches:
+                d["searches_ms"] = self.searches_ms()
         return d
+
+    def searches_ms(self) -> list[dict[str, Any]]:
+        return [{"stage": self.name, "kind": kind, "query": query, "ms": round(ms, 3)}
+                for kind, query, ms in self.searches]
 
 
 @dataclass

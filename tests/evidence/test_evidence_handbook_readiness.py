@@ -253,6 +253,10 @@ def test_break_glass_question_stops_with_an_owner(engine: Engine) -> None:
                                    "reasons": ["access-label-not-granted"]}]
     assert result["signals"]["coverage"]["families_found_but_rejected"] == ["breakglass"]
     assert rec["owner"] == "platform-security@northwind.example"
+    # the family's one rescue search, traced with its time in `cost` (outside the deterministic part)
+    rescue = [s for s in result["cost"]["searches_ms"] if s["kind"] == "rescue"]
+    assert [(s["stage"], s["query"]) for s in rescue] == [("rescue", "break-glass procedure root token")]
+    assert rescue[0]["ms"] > 0
 
 
 def test_break_glass_question_for_the_security_team(engine: Engine) -> None:
@@ -332,3 +336,12 @@ def test_a_blank_aspect_focus_is_no_focus(engine: Engine, blank: str) -> None:
     """It had run a second, empty search and changed the answer (9 chunks without it, 10 with '   ')."""
     assert decision_json(ask(engine, ROTATION_QUESTION, aspect_focus=blank)) == decision_json(
         ask(engine, ROTATION_QUESTION))
+
+
+@pytest.mark.parametrize("query", ["?!.,;", "the of and what is", "..."])
+def test_a_question_without_searchable_words_is_sent_back(engine: Engine, query: str) -> None:
+    """Only stopwords or punctuation: the chunks that come back matched nothing the question says, so the
+    answer is to rephrase, not to proceed on them."""
+    rec = ask(engine, query)["decision"]["recommendation"]
+    assert rec["action"] == "re-query" and "no searchable words" in rec["reason"] and rec["focus"] == []
+    assert ask(engine, "--dry-run")["decision"]["recommendation"]["reason"] != rec["reason"]  # an identifier is searchable

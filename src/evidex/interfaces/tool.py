@@ -118,7 +118,11 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                                                   "model_tokens": {
                                                       "type": "integer",
                                                       "description": "Tokens fed to the cross-encoder, if one "
-                                                                     "is configured (no generative model runs)."}}},
+                                                                     "is configured (no generative model runs)."},
+                                                  "searches_ms": {
+                                                      "type": "array", "items": {"type": "object"},
+                                                      "description": "Each bounded search (rescue, name look-up, "
+                                                                     "bridge) with its stage, query and time."}}},
     },
     "required": ["version", "request", "index", "plan", "decision", "families", "evidence", "rejected",
                  "signals", "retrieval_metadata", "trace", "cost"],

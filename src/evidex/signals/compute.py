@@ -17,6 +17,7 @@ from evidex.evidence.bridge import bare_title, titled
 from evidex.evidence.grade import Grade
 from evidex.evidence.plan import RequiredFamily, chunk_terms, described_entities, described_phrases, terms
 from evidex.pipeline import SearchOutcome
+from evidex.rerank.fused import exact_tokens
 from evidex.types import Candidate
 
 STOP_CONDITION = "stop-no-fresh-authorized-citable-source"
@@ -232,10 +233,17 @@ def next_step_owner(outcome: SearchOutcome, fallback: str | None) -> str | None:
     return owners.most_common(1)[0][0] if owners else fallback
 
 
+NO_SEARCHABLE_WORDS = "the question has no searchable words (only stopwords or punctuation): rephrase it"
+
+
 def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float,
               default_owner: str | None) -> Recommendation:
     if is_stop(outcome):
         return Recommendation("stop", STOP_CONDITION, owner=next_step_owner(outcome, default_owner))
+    query = outcome.request.query
+    if not terms(query) and not exact_tokens(query) and outcome.plan.source.value != "caller":
+        # Only stopwords or punctuation: whatever came back matched nothing the question says.
+        return Recommendation("re-query", NO_SEARCHABLE_WORDS)
     declared = outcome.plan.source.value in ("caller", "shape")
     if cov["families_found_but_rejected"] and declared:
         # Required evidence exists but this requester may not use it (restricted, expired, uncitable):
