@@ -146,6 +146,98 @@ def test_a_duplicate_doc_id_dead_letter_names_its_file_and_line(make_engine: Eng
     assert letter.location == f"{corpus}/x.jsonl:2"
 
 
+
+def test_retrying_a_duplicate_never_replaces_the_document_that_was_kept(make_engine: EngineFactory,
+                                                                        write_corpus: CorpusWriter) -> None:
+    """On retry the duplicate is alone in its batch, so it is no longer a duplicate *there*: it had replaced
+    the kept document. It stays a dead letter while a live document has its id."""
+    corpus = write_corpus({"x.jsonl": '{"doc_id": "z", "text": "kept quollword"}\n{"doc_id": "z", "text": "dup"}\n',
+                           "a/p.md": "# P\n\nfrom a numbatword\n", "b/p.md": "# P\n\nfrom b\n"})
+    engine = make_engine()
+    engine.ingest([corpus / "x.jsonl"])
+    engine.ingest([corpus / "a", corpus / "b"])  # the same relative path twice in one batch
+    assert len(engine.dead_letters()) == 2
+    engine.retry_dead_letters()
+    assert bm25(engine, "quollword") == ["z"] and bm25(engine, "numbatword") == ["p.md"]
+    letters = engine.dead_letters()
+    assert len(letters) == 2 and all("a live document already has this id" in d.reason for d in letters)
+    assert all(d.attempts == 2 for d in letters)
+
+
+def test_jsonl_files_of_the_same_name_in_two_folders_keep_their_own_dead_letters(
+        make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    corpus = write_corpus({"a/docs.jsonl": "[1]\n", "b/docs.jsonl": "{bad\n"})
+    engine = make_engine()
+    engine.ingest([corpus])
+    assert set(letters_by_source(engine)) == {"a/docs.jsonl:1", "b/docs.jsonl:1"}
+
+
+def test_a_bad_utf8_line_fails_alone(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    good = b'{"doc_id": "g", "text": "wallabyword"}\n'
+    corpus = write_corpus({"c.jsonl": good + b'{"doc_id": "b", "text": "\xff"}\n' + good.replace(b'"g"', b'"h"')})
+    engine = make_engine()
+    report = engine.ingest([corpus])
+    assert report.documents == 2 and sorted(bm25(engine, "wallabyword")) == ["g", "h"]
+    assert letters_by_source(engine)["c.jsonl:2"][1].startswith("not UTF-8 text")
+    assert [d.source for d in engine.retry_dead_letters().dead_letters] == ["c.jsonl:2"]  # retry: same letter
+
+
+@pytest.mark.parametrize("front", ["published_at: 2024-13-45", "published_at: 0001-01-01T00:00:00+05:00",
+                                   "expires_at: 9999-12-31T23:00:00-05:00"])
+def test_an_impossible_date_is_a_dead_letter_not_a_crash(make_engine: EngineFactory, write_corpus: CorpusWriter,
+                                                         front: str) -> None:
+    corpus = write_corpus({"bad.md": f"---\n{front}\n---\n# Bad\n\ntext\n", "ok.md": "# Ok\n\nplatypusword\n"})
+    engine = make_engine()
+    engine.ingest([corpus])
+    assert bm25(engine, "platypusword") == ["ok.md"]
+    assert set(letters_by_source(engine)) == {"bad.md"}
+
+
+def test_a_year_before_1000_round_trips(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    """The timestamp is written with a four-digit year; '999-...' could not be read back, and every search
+    failed until the batch was rolled back."""
+    corpus = write_corpus({"old.md": "---\npublished_at: 0999-05-01T00:00:00Z\n---\n# Old\n\nechidnaword\n"})
+    engine = make_engine()
+    engine.ingest([corpus])
+    (hit,) = engine.search("echidnaword", k=1, mode=RetrievalMode.HYBRID)
+    assert hit.chunk.provenance.published_at is not None and hit.chunk.provenance.published_at.year == 999
+
+
+def test_a_byte_order_mark_does_not_hide_front_matter(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    """With the BOM in front, '---' was not at the start: the provenance (expiry, labels) was dropped and an
+    expired page passed the gate."""
+    page = "---\nexpires_at: 2020-01-01T00:00:00Z\naccess_labels: [ops]\n---\n# Runbook\n\nbilbyword\n"
+    corpus = write_corpus({"bom.md": b"\xef\xbb\xbf" + page.encode(), "b.jsonl": b"\xef\xbb\xbf" +
+                           b'{"doc_id": "j", "text": "bandicootword"}\n'})
+    engine = make_engine()
+    engine.ingest([corpus])
+    (hit,) = engine.search("bilbyword", k=1, mode=RetrievalMode.BM25)
+    assert hit.chunk.provenance.access_labels == ("ops",) and hit.chunk.provenance.expires_at is not None
+    assert "---" not in hit.chunk.text
+    assert bm25(engine, "bandicootword") == ["j"] and engine.dead_letters() == []
+
+
+def test_a_document_emptied_on_disk_stops_answering_until_rolled_back(
+        make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    corpus = write_corpus({"b.md": "---\ntitle: B\n---\n# B\n\nwombatword text\n"})
+    engine = make_engine()
+    engine.ingest([corpus])
+    (corpus / "b.md").write_text("---\ntitle: B\n---\n", encoding="utf-8")  # front matter only now
+    report = engine.ingest([corpus])
+    assert report.empty_documents == 1 and report.replaced_documents == 1
+    assert bm25(engine, "wombatword") == []
+    engine.rollback()
+    assert bm25(engine, "wombatword") == ["b.md"]
+
+
+def test_html_without_a_closing_head_keeps_its_body(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    """</head> is optional in HTML5: the body had been skipped as part of the head."""
+    corpus = write_corpus({"p.html": "<html><head><title>T</title><body><h1>Real</h1><p>dingoword body</p>"})
+    engine = make_engine()
+    engine.ingest([corpus])
+    (hit,) = engine.search("dingoword", k=1, mode=RetrievalMode.BM25)
+    assert hit.chunk.title == "T" and "# Real" in hit.chunk.text
+
 # ---- metadata overlay ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("bad_line", [
     '{"source": "good.md", "owner": ',  # invalid JSON

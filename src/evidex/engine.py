@@ -20,9 +20,9 @@ from evidex.embedding.cache import EmbeddingCache
 from evidex.embedding.protocol import Embedder
 from evidex.errors import BackendUnavailable, ConfigError, StoreError
 from evidex.evidence.plan import EvidencePlan
-from evidex.ingest.loaders import LoadFailure, iter_documents, load_file, read_jsonl_line
+from evidex.ingest.loaders import LoadFailure, iter_documents, iter_jsonl, load_file, read_jsonl_line
 from evidex.ingest.provenance import load_overlay
-from evidex.ingest.run import FamilyRules, Progress, ingest
+from evidex.ingest.run import DUPLICATE, FamilyRules, Progress, ingest
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search, shapes_from_config
 from evidex.result import ResultContext, build_result, decision_json
 from evidex.retrieval.hybrid import retrieve
@@ -123,9 +123,14 @@ class Engine:
                            progress: Progress | None = None) -> IngestReport:
         """Load every dead letter again; the ones that now load land in a new batch."""
         overlay = load_overlay(Path(metadata)) if metadata else None
-        letters = self.store.dead_letters()
-        items = [_reload(letter) for letter in letters]
-        now_loading = [d.source for d, item in zip(letters, items, strict=True) if isinstance(item, Document)]
+        live = set(self.store.document_hashes())
+        items: list[Document | LoadFailure] = []
+        now_loading: list[str] = []
+        for letter in self.store.dead_letters():
+            reloaded = [_still_duplicate(item, letter, live) for item in _reload(letter)]
+            items.extend(reloaded)
+            if not any(isinstance(i, LoadFailure) and i.source == letter.source for i in reloaded):
+                now_loading.append(letter.source)
         return self._ingest(items, overlay, "dead-letter retry", progress, now_loading)
 
     def _ingest(self, items: Iterable[Document | LoadFailure], overlay: Any, label: str,
@@ -241,9 +246,25 @@ class Engine:
         self.close()
 
 
-def _reload(letter: DeadLetter) -> Document | LoadFailure:
+def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
+    """What a dead letter names, loaded again: one JSONL line, a whole JSONL file that could not be read,
+    or one file (a duplicate under the source it had, not the letter's "source@path" name)."""
     path = letter.path or letter.location
     file, _, line = path.rpartition(":")
     if file and line.isdigit() and file.endswith(".jsonl"):
-        return read_jsonl_line(Path(file), int(line))
-    return load_file(Path(path), letter.source)
+        return [read_jsonl_line(Path(file), int(line), letter.source.rpartition(":")[0])]
+    if path.endswith(".jsonl"):  # the file could not be read at all: every line of it, now
+        return list(iter_jsonl(Path(path)))
+    source = letter.source
+    if letter.reason.startswith(DUPLICATE):
+        source = source.removesuffix(f"@{letter.location}")
+    return [load_file(Path(path), source)]
+
+
+def _still_duplicate(item: Document | LoadFailure, letter: DeadLetter, live: set[str]) -> Document | LoadFailure:
+    """A document set aside as a duplicate stays aside while a document with its id is live: loading it would
+    replace the one that was kept."""
+    if isinstance(item, Document) and letter.reason.startswith(DUPLICATE) and item.doc_id in live:
+        return LoadFailure(letter.source, f"{DUPLICATE} {item.doc_id!r}: a live document already has this id "
+                           "(give one of them another doc_id)", letter.location, letter.path or letter.location)
+    return item

@@ -344,4 +344,5 @@ def test_a_question_without_searchable_words_is_sent_back(engine: Engine, query:
     answer is to rephrase, not to proceed on them."""
     rec = ask(engine, query)["decision"]["recommendation"]
     assert rec["action"] == "re-query" and "no searchable words" in rec["reason"] and rec["focus"] == []
-    assert ask(engine, "--dry-run")["decision"]["recommendation"]["reason"] != rec["reason"]  # an identifier is searchable
+    identifier = ask(engine, "--dry-run")["decision"]["recommendation"]  # an identifier is searchable
+    assert identifier["reason"] != rec["reason"]

@@ -33,17 +33,19 @@ class LoadFailure:
 
 
 def iter_documents(path: Path) -> Iterator[Document | LoadFailure]:
-    """Documents under `path`: a directory (walked in sorted order) or a single file."""
+    """Documents under `path`: a directory (walked in sorted order) or a single file. Paths are made absolute,
+    so a dead letter can be retried from any working directory."""
+    path = path.absolute()
     if path.is_dir():
         for file in sorted(p for p in path.rglob("*") if p.is_file()):
             suffix = file.suffix.lower()
             if suffix in MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES:
                 yield load_file(file, file.relative_to(path).as_posix())
             elif suffix in JSONL_SUFFIXES:
-                yield from iter_jsonl(file)
+                yield from iter_jsonl(file, file.relative_to(path).as_posix())
     elif path.is_file():
         if path.suffix.lower() in JSONL_SUFFIXES:
-            yield from iter_jsonl(path)
+            yield from iter_jsonl(path, path.name)
         else:
             yield load_file(path, path.name)
     else:
@@ -54,7 +56,7 @@ def load_file(file: Path, source: str) -> Document | LoadFailure:
     try:
         raw = file.read_bytes()
         try:
-            text = raw.decode("utf-8")
+            text = raw.decode("utf-8-sig")  # a byte-order mark would hide the front matter behind it
         except UnicodeDecodeError as exc:
             raise IngestError(f"not UTF-8 text (byte {exc.start})", location=str(file)) from None
         if "\x00" in text:
@@ -90,37 +92,49 @@ def _stem_title(source: str) -> str:
     return stem.replace("-", " ").replace("_", " ").strip().capitalize() if stem else source
 
 
-def iter_jsonl(file: Path) -> Iterator[Document | LoadFailure]:
-    """One document per line: {"doc_id" | "_id", "title"?, "text", "source"?, provenance fields...}."""
+def iter_jsonl(file: Path, name: str | None = None) -> Iterator[Document | LoadFailure]:
+    """One document per line: {"doc_id" | "_id", "title"?, "text", "source"?, provenance fields...}. A bad
+    line (invalid JSON or UTF-8, not an object, no id) fails alone. `name`: the file as its dead letters
+    call it (its path under the ingested directory; two directories' docs.jsonl must not share letters)."""
+    name = name or file.name
     try:
-        handle = file.open(encoding="utf-8")
+        handle = file.open("rb")
     except OSError as exc:
         yield LoadFailure(str(file), f"cannot read: {exc.strerror}", str(file), str(file))
         return
     with handle:
-        for n, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+        for n, raw in enumerate(handle, start=1):
             location = f"{file}:{n}"
             try:
+                line = _decode_line(raw, n, location)
+                if not line.strip():
+                    continue
                 yield _jsonl_document(line, location)
             except IngestError as exc:
-                yield LoadFailure(f"{file.name}:{n}", exc.reason, location, location)
+                yield LoadFailure(f"{name}:{n}", exc.reason, location, location)
 
 
-def read_jsonl_line(file: Path, line_number: int) -> Document | LoadFailure:
+def _decode_line(raw: bytes, n: int, location: str) -> str:
+    try:
+        return raw.decode("utf-8-sig" if n == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"not UTF-8 text (byte {exc.start})", location=location) from None
+
+
+def read_jsonl_line(file: Path, line_number: int, name: str | None = None) -> Document | LoadFailure:
     """Load one line of a JSONL corpus again (a dead-letter retry)."""
     location = f"{file}:{line_number}"
+    source = f"{name or file.name}:{line_number}"
     try:
-        with file.open(encoding="utf-8") as handle:
-            for n, line in enumerate(handle, start=1):
+        with file.open("rb") as handle:
+            for n, raw in enumerate(handle, start=1):
                 if n == line_number:
-                    return _jsonl_document(line, location)
+                    return _jsonl_document(_decode_line(raw, n, location), location)
     except IngestError as exc:
-        return LoadFailure(f"{file.name}:{line_number}", exc.reason, location, location)
+        return LoadFailure(source, exc.reason, location, location)
     except OSError as exc:
-        return LoadFailure(f"{file.name}:{line_number}", f"cannot read: {exc.strerror}", location, location)
-    return LoadFailure(f"{file.name}:{line_number}", "the line is gone from its file", location, location)
+        return LoadFailure(source, f"cannot read: {exc.strerror}", location, location)
+    return LoadFailure(source, "the line is gone from its file", location, location)
 
 
 def _jsonl_document(line: str, location: str) -> Document:
@@ -155,31 +169,35 @@ class _HtmlToMarkdown(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.out: list[str] = []
         self.title = ""
-        self._skip = 0
+        self._skipping: list[str] = []  # the skipped elements open now, innermost last
         self._in_title = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "body":  # nothing skipped (an unclosed <head> or <nav>) can hold the body
+            self._skipping.clear()
         if tag in self._SKIP:
-            self._skip += 1
+            self._skipping.append(tag)
         if tag == "title":
             self._in_title = True
+        elif self._skipping:
+            return
         elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
             self.out.append("\n\n" + "#" * int(tag[1]) + " ")
         elif tag in self._BLOCK:
             self.out.append("\n")
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in self._SKIP and self._skip:
-            self._skip -= 1
+        if tag in self._skipping:
+            del self._skipping[len(self._skipping) - 1 - self._skipping[::-1].index(tag):]
         if tag == "title":
             self._in_title = False
-        elif (len(tag) == 2 and tag[0] == "h") or tag in self._BLOCK:
+        elif not self._skipping and ((len(tag) == 2 and tag[0] == "h") or tag in self._BLOCK):
             self.out.append("\n")
 
     def handle_data(self, data: str) -> None:
         if self._in_title:
             self.title += data
-        elif not self._skip:
+        elif not self._skipping:
             self.out.append(data)
 
 

@@ -41,7 +41,8 @@ def split_front_matter(text: str, location: str) -> tuple[dict[str, Any], int]:
             raise IngestError(f"front matter opened with {marker!r} is never closed", location=f"{location}:1")
         try:
             fields = yaml.safe_load(match.group(1)) if marker == "---" else tomllib.loads(match.group(1))
-        except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
+        except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError, OverflowError) as exc:
+            # ValueError / OverflowError: a date YAML cannot build ("2024-13-45")
             line = getattr(getattr(exc, "problem_mark", None), "line", None)
             where = f"{location}:{line + 2}" if line is not None else f"{location}:1"
             raise IngestError(f"invalid front matter: {_first_line(exc)}", location=where) from None

@@ -21,7 +21,10 @@ def parse_time(value: Any, key: str, location: str) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
-        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        try:
+            return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        except OverflowError:  # 0001-01-01T00:00:00+05:00 has no UTC equivalent
+            raise IngestError(f"{key}: {value.isoformat()} is out of range in UTC", location=location) from None
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
     if isinstance(value, str):
@@ -35,7 +38,10 @@ def parse_time(value: Any, key: str, location: str) -> datetime | None:
 
 def format_time(value: datetime | None) -> str | None:
     """The one timestamp format evidex writes: UTC, seconds, trailing Z (sorts lexicographically)."""
-    return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if value is None:
+        return None
+    utc = value.astimezone(UTC)  # the year is padded by hand: strftime writes year 999 as '999'
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}Z"
 
 
 def provenance_fields(fields: Mapping[str, Any], location: str) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from evidex.config import ChunkingConfig, FamilyRule
 from evidex.embedding.cache import EmbeddingCache, embed_cached
 from evidex.embedding.protocol import Embedder
@@ -28,6 +30,8 @@ from evidex.stores.protocol import BatchWrite, DocumentWrite, Store
 from evidex.types import Chunk, DeadLetter, Document, IngestReport
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+DUPLICATE = "duplicate doc_id"  # the reason a second document with an id already in the batch is set aside
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     seen: set[str] = set()
     letters: list[DeadLetter] = []
     changed: list[tuple[Document, str, tuple[Chunk, ...]]] = []
+    emptied: list[DocumentWrite] = []
     unchanged = 0
     empty = 0
     loaded_sources: set[str] = set()
@@ -104,7 +109,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
             continue
         if item.doc_id in seen:
             where = item.origin or item.source
-            letters.append(DeadLetter(f"{item.source}@{where}", f"duplicate doc_id {item.doc_id!r} in this batch",
+            letters.append(DeadLetter(f"{item.source}@{where}", f"{DUPLICATE} {item.doc_id!r} in this batch",
                                       batch_id, now, where, path=where))
             continue
         seen.add(item.doc_id)
@@ -117,6 +122,8 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         doc_chunks = chunk_document(doc, chunking, now)
         if not doc_chunks:  # front matter only (a section index page): nothing to search
             empty += 1
+            if doc.doc_id in existing:  # it had text: its old chunks must stop answering (a rollback restores them)
+                emptied.append(DocumentWrite(doc.doc_id, doc.source, digest, (), np.zeros((0, 0), np.float32)))
             continue
         changed.append((doc, digest, doc_chunks))
     chunks = [c for _, _, doc_chunks in changed for c in doc_chunks]
@@ -130,7 +137,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
             progress("embed", done, total)
 
     computed = 0
-    writes: list[DocumentWrite] = []
+    writes: list[DocumentWrite] = list(emptied)
     if chunks:
         vectors, computed = embed_cached(embedder(), [embedding_text(c) for c in chunks], cache,
                                          batch_size=batch_size, on_progress=step)
@@ -149,7 +156,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         batch_id = ""  # nothing changed: no batch is recorded
     return IngestReport(
         batch_id=batch_id, documents=len(seen), added_chunks=total,
-        replaced_documents=sum(1 for d, _, _ in changed if d.doc_id in existing),
+        replaced_documents=sum(1 for d, _, _ in changed if d.doc_id in existing) + len(emptied),
         unchanged_documents=unchanged, empty_documents=empty, dead_letters=tuple(letters), embedded=computed,
         cached=total - computed, seconds=time.perf_counter() - started)
 
