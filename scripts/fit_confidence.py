@@ -69,7 +69,7 @@ def collect(data: Path, limit: int) -> dict[str, Answers]:
                 outcome = engine.run(request(query=q.text, k=10))
                 f = features(outcome)
                 xs.append([f[k] for k in FEATURES])
-                ys.append(quality(q, [c.chunk for c in outcome.ranked], 10))
+                ys.append(quality(q, [c.chunk for c in outcome.ranked], [c.chunk for c in outcome.context]))
             engine.close()
             out[name] = Answers(np.array(xs), np.array(ys), [f"{dev.name}/{q.id}" for q in qs])
             print(f"{name}: {len(qs)} questions, mean quality {np.mean(ys):.3f}")

@@ -53,3 +53,19 @@ def test_the_gate_leaks_nothing_and_reports_rejected_families(k8s: Any) -> None:
     assert full["access_withheld"]["withheld"] == full["access_withheld"]["expected"] > 0
     assert full["found_but_rejected"]["expected"] > 0
     assert sum(full["reject_reasons"].values()) > 0
+
+
+def test_the_leak_check_sees_a_rejected_text_inside_a_result(k8s: Any) -> None:
+    """A result is JSON: every newline and quote of a chunk text is escaped there, so the check must read the
+    decoded strings. Injecting one multi-line rejected text into a real result must count as one leak."""
+    from evidex.evaluation.gate_audit import GateAudit
+    from evidex.pipeline import SearchRequest
+
+    who, at = Principal.of("eval", ["engineering-read"]), datetime(2026, 11, 30, tzinfo=UTC)
+    audit = GateAudit.build(k8s, who, at)
+    result = k8s.result_of(k8s.run(SearchRequest(load_questions(K8S / "questions.jsonl")[0].text,
+                                                 principal=who, retrieved_at=at)))
+    assert audit.leaks_in(result) == 0
+    secret = next(t for t in audit.secret_texts.values() if "\n" in t and '"' in t)
+    result["evidence"][0]["chunks"][0]["text"] = secret
+    assert audit.leaks_in(result) == 1

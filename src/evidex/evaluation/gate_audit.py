@@ -13,7 +13,6 @@ retriever, which has no gate).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,10 +43,18 @@ class GateAudit:
         gate = AdmissionGate(GatePolicy.from_config(engine.config.gate.rules, engine.config.gate.visibility))
         decision = gate.admit([Candidate(c, 0.0) for c in chunks], principal, retrieved_at)
         admitted = frozenset(c.chunk.record_id for c in decision.admitted)
-        public_text = {c.chunk.text for c in decision.admitted}
+        # A rejected text that an admitted page also holds word for word (a shared section) is not secret.
+        public_text = "\x00".join(c.chunk.text for c in decision.admitted)
         reasons = {r.record_id: r.reason.value for r in decision.rejected}
         secret = {c.record_id: c.text for c in chunks if c.record_id in reasons and c.text not in public_text}
         return cls(chunks, admitted, reasons, secret)
+
+    def leaks_in(self, output: Any) -> int:
+        """How many texts that must never appear do appear in `output`: a result (searched in its decoded
+        strings; its JSON escapes every newline and quote, so a multi-line text never matched the serialised
+        form) or plain text."""
+        text = output if isinstance(output, str) else "\x00".join(strings_of(output))
+        return sum(1 for secret in self.secret_texts.values() if secret in text)
 
     def _members(self, family: Any) -> list[Chunk]:
         return [c for c in self.chunks if family.matches(c)]
@@ -63,14 +70,15 @@ class GateAudit:
         withheld = 0
         for question, ranked, _ in rows:
             outcome = ranked.info.get("outcome")
+            output: Any
             if outcome is not None:
-                output = json.dumps(engine.result_of(outcome), ensure_ascii=False)
+                output = ranked.info.get("result") or engine.result_of(outcome)
                 if outcome.gate is not None:
                     reasons.update(r.reason.value for r in outcome.gate.rejected)
             else:
                 output = "\n".join(f"{c.title}\n{c.text}" for c in ranked.chunks[:k])
-            leaks += sum(1 for text in self.secret_texts.values() if text in output)
-            context = ranked.chunks[:k]
+            leaks += self.leaks_in(output)
+            context = ranked.info["context"] if "context" in ranked.info else ranked.chunks[:k]
             admissible_families = 0
             covered = 0
             for family in question.families:
@@ -106,3 +114,14 @@ class GateAudit:
             return int(any(f.name == family.name and f.status == "found-but-rejected" for f in outcome.families))
         rejected = {r.record_id for r in outcome.gate.rejected}
         return int(any(c.chunk.record_id in rejected and family.matches(c.chunk) for c in outcome.ranked_all))
+
+
+def strings_of(value: Any) -> list[str]:
+    """Every string in a JSON-like value (keys and values), decoded."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in (*strings_of(k), *strings_of(v))]
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in strings_of(v)]
+    return []

@@ -43,8 +43,8 @@ def ndcg_at(question: Question, chunks: Sequence[Chunk], k: int = 10) -> float |
         ideal = sorted(question.qrels.values(), reverse=True)[:k]
     else:
         total = _relevant_total(question)
-        if total is None:
-            total = max(sum(gains), len(question.families))
+        if total is None:  # families matched by a source pattern: no ideal ranking to compare with
+            return None
         ideal = [1] * min(total, k)
     idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg > 0 else None

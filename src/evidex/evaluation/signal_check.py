@@ -21,10 +21,11 @@ from evidex.evaluation import metrics
 from evidex.evaluation.datasets import Question
 
 
-def quality(question: Question, chunks: Sequence[Any], k: int) -> float:
+def quality(question: Question, ranking: Sequence[Any], answer: Sequence[Any]) -> float:
+    """nDCG@10 of the ranking for BEIR sets, else the family recall of the answer (the top k)."""
     if question.qrels:
-        return metrics.ndcg_at(question, chunks, 10) or 0.0
-    return metrics.family_recall(question, chunks[:k])
+        return metrics.ndcg_at(question, ranking, 10) or 0.0
+    return metrics.family_recall(question, answer)
 
 
 def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float, bool]]) -> dict[str, Any]:
