@@ -83,10 +83,13 @@ def render_eval(console: Console, report: dict[str, Any]) -> None:
     validation where the run has them."""
     k = report["k"]
     pipelines: dict[str, dict[str, Any]] = report["pipelines"]
-    table = Table("pipeline", f"family recall@{k}", f"all found@{k}", "nDCG@10", "recall@100", "MRR",
-                  "p50 ms", "p95 ms", title=f"{report['questions']} questions, plan={report['plan']}")
+    table = Table("pipeline", f"family recall@{k}", f"all found@{k}", f"… over {k} pages", "nDCG@10",
+                  "recall@100", "MRR", "p50 ms", "p95 ms",
+                  title=f"{report['questions']} questions, plan={report['plan']}",
+                  caption=f"… over {k} pages: family recall / all found in the first {k} distinct pages")
     for name, row in pipelines.items():
-        table.add_row(name, _fmt(row["family_recall"]), _fmt(row["all_found"]), _fmt(row["ndcg@10"]),
+        table.add_row(name, _fmt(row["family_recall"]), _fmt(row["all_found"]),
+                      f"{_fmt(row['family_recall_pages'])} / {_fmt(row['all_found_pages'])}", _fmt(row["ndcg@10"]),
                       _fmt(row["recall@100"]), _fmt(row["mrr"]), f"{row['latency_ms']['p50']:.1f}",
                       f"{row['latency_ms']['p95']:.1f}")
     console.print(table)
