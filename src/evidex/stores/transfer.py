@@ -90,6 +90,9 @@ def exportable(store: object) -> Exportable:
     raise StoreError(f"{type(store).__name__} cannot export or import an index")
 
 
+_EXPORT_ATTEMPTS = 3
+
+
 # ---- the directory format ------------------------------------------------------------------------------
 def export_index(store: object, path: Path) -> dict[str, Any]:
     """Write `store` to the directory `path` (which must not exist yet). Returns the manifest."""
@@ -99,14 +102,24 @@ def export_index(store: object, path: Path) -> dict[str, Any]:
     partial = path.with_name(path.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    vectors: list[npt.NDArray[np.float32]] = []
-    with (partial / "chunks.jsonl").open("w", encoding="utf-8") as out:
-        for row in source.export_rows():
-            out.write(json.dumps(_row_to_json(row), ensure_ascii=False) + "\n")
-            vectors.append(np.asarray(row.vector, dtype=np.float32))
+    # Rows and log are read separately: a batch committed in between would give an export whose log names a
+    # batch its rows lack. Read until the index generation is the same before and after the rows.
+    for _ in range(_EXPORT_ATTEMPTS):
+        generation = source.export_log().generation
+        vectors: list[npt.NDArray[np.float32]] = []
+        with (partial / "chunks.jsonl").open("w", encoding="utf-8") as out:
+            for row in source.export_rows():
+                out.write(json.dumps(_row_to_json(row), ensure_ascii=False) + "\n")
+                vectors.append(np.asarray(row.vector, dtype=np.float32))
+        log = source.export_log()
+        if log.generation == generation:
+            break
+    else:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise StoreError(f"the index changed during each of {_EXPORT_ATTEMPTS} export attempts; export again "
+                         "when no ingest or rollback is running")
     dim = int(vectors[0].shape[0]) if vectors else 0
     np.save(partial / "vectors.npy", np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32))
-    log = source.export_log()
     _write_jsonl(partial / "batches.jsonl", (_batch_to_json(b) for b in log.batches))
     _write_jsonl(partial / "dead_letter_events.jsonl", (_event_to_json(e) for e in log.events))
     manifest = {"format": FORMAT, "version": FORMAT_VERSION, "dim": dim, "rows": len(vectors),
