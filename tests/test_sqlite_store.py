@@ -6,11 +6,13 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from evidex.errors import StoreError
 from evidex.stores.sqlite import INDEX_FILE, SqliteStore
 from evidex.testing.store_contract import (
+    DIM,
     TITLE_WEIGHT_CASES,
     StoreContract,
     axis,
@@ -161,3 +163,17 @@ def test_a_filtered_full_text_search_ranks_as_filtering_every_match_would(store:
         for limit in (1, 5, 10, 19, 20, 21, 30, 40, 45, 100):
             got = store.search_sparse("alpha", limit, SearchFilters(access_labels=wanted))
             assert got == expected[:limit], (wanted, limit)
+
+
+def test_vectors_of_another_dimension_are_refused_whole(store: SqliteStore) -> None:
+    """A batch from another embedding model (here three more dimensions than the store holds) had been committed,
+    after which every dense search failed. It is refused, atomically, and a query of the wrong size gets an
+    error that says what happened."""
+    store.commit_batch(batch("b1", document([make_chunk("a", 0, "alpha")], [axis(0)])))
+    other = document([make_chunk("b", 0, "bravo")], [np.ones(DIM + 3, dtype=np.float32)])
+    with pytest.raises(StoreError, match="embedding model changed"):
+        store.commit_batch(batch("b2", other))
+    assert [b.batch_id for b in store.batches()] == ["b1"] and store.search_sparse("bravo", 5) == []
+    assert [h.record_id for h in store.search_dense(axis(0), 5)] == ["a#0"]
+    with pytest.raises(StoreError, match="another model"):
+        store.search_dense(np.ones(DIM + 3, dtype=np.float32), 5)

@@ -168,6 +168,7 @@ class SqliteStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 replaced = 0
+                self._check_dimension(batch)
                 for doc in batch.documents:
                     old = [r[0] for r in self._db.execute(
                         "SELECT rowid FROM records WHERE doc_id=? AND retired_by IS NULL", (doc.doc_id,))]
@@ -201,6 +202,22 @@ class SqliteStore:
                 self._db.execute("ROLLBACK")
                 raise
         return self._batch(batch.batch_id)
+
+    def _check_dimension(self, batch: BatchWrite) -> None:
+        """Every vector of an index has one dimension: a batch from another embedding model would make dense
+        search fail for every query (or, at the same dimension, compare unlike vectors; that one the store
+        cannot see)."""
+        row = self._db.execute("SELECT length(vector) FROM records LIMIT 1").fetchone()
+        have = None if row is None else row[0] // 4
+        for doc in batch.documents:
+            if not doc.chunks:
+                continue
+            dim = int(doc.vectors.shape[1])
+            if have is not None and dim != have:
+                raise StoreError(f"this index holds {have}-dimensional vectors and the batch brings {dim}-dimensional "
+                                 "ones: the embedding model changed. Ingest into a new index (or export/import "
+                                 "after re-embedding)")
+            have = dim
 
     def _retire(self, rowids: Sequence[int], batch_id: str) -> None:
         for rowid in rowids:
