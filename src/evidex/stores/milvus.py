@@ -462,6 +462,13 @@ class MilvusStore:
                 raise StoreError(f"batch {batch_id!r} is already {rows[0]['status']}")
             later = {r["retired_by"] for r in self._scan(
                 self.collection, f'batch_id == {_literal(batch_id)} and retired_by != ""', ["retired_by"])}
+            # A batch that emptied a document holds no rows of it: a later version shows as live rows.
+            retired_docs = {r["doc_id"] for r in self._scan(
+                self.collection, f"retired_by == {_literal(batch_id)}", ["doc_id"])}
+            if retired_docs:
+                later |= {r["batch_id"] for r in self._query_in(
+                    "doc_id", sorted(retired_docs), 'retired_by == ""', ["batch_id"], paged=True)
+                    if r["batch_id"] != batch_id}
             if later:
                 raise StoreError(f"batch {batch_id!r} cannot be rolled back alone: later batch(es) "
                                  f"{', '.join(sorted(later))} replaced its documents; roll those back first")

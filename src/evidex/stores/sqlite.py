@@ -257,8 +257,13 @@ class SqliteStore:
                 later = self._db.execute(
                     "SELECT DISTINCT retired_by FROM records WHERE batch_id=? AND retired_by IS NOT NULL",
                     (batch_id,)).fetchall()
+                # A batch that retired a document without writing any of it (the document was emptied) holds
+                # no rows a later batch could retire: a later version of that document shows as live rows.
+                later += self._db.execute(
+                    "SELECT DISTINCT batch_id FROM records WHERE retired_by IS NULL AND batch_id != ? AND doc_id IN "
+                    "(SELECT doc_id FROM records WHERE retired_by = ?)", (batch_id, batch_id)).fetchall()
                 if later:
-                    names = ", ".join(sorted(str(r[0]) for r in later))
+                    names = ", ".join(sorted({str(r[0]) for r in later}))
                     raise StoreError(f"batch {batch_id!r} cannot be rolled back alone: later batch(es) {names} "
                                      "replaced its documents; roll those back first")
                 for (rowid,) in self._db.execute("SELECT rowid FROM records WHERE batch_id=?", (batch_id,)):

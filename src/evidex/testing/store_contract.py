@@ -370,6 +370,20 @@ class StoreContract:
         assert list(store.document_hashes()) == ["B"]
         assert _ids(store.search_dense(axis(0), 10)) == ["B#0"]
 
+    def test_a_document_emptied_and_written_again_keeps_one_live_version(self, store: Store) -> None:
+        """A batch can retire a document without writing any of it (the file was emptied). It holds no rows a
+        later batch could retire, so the later version must still stop it being rolled back alone; then the
+        old text would answer beside the new."""
+        store.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha old")], [axis(0)])))
+        store.commit_batch(batch("b2", DocumentWrite("A", "A.md", "h-empty", (), np.zeros((0, DIM), np.float32))))
+        assert store.search_sparse("alpha", 10) == [] and store.document_hashes() == {}
+        store.commit_batch(batch("b3", document([make_chunk("A", 0, "alpha new")], [axis(1)])))
+        with pytest.raises(StoreError, match="b3"):
+            store.rollback("b2")
+        assert [c.text for c in store.get(_ids(store.search_sparse("alpha", 10)))] == ["alpha new"]
+        assert store.rollback().batch_id == "b3" and store.rollback().batch_id == "b2"
+        assert [c.text for c in store.get(_ids(store.search_sparse("alpha", 10)))] == ["alpha old"]
+
     def test_rollback_with_no_batch_is_an_error(self, store: Store) -> None:
         with pytest.raises(StoreError):
             store.rollback()
