@@ -254,7 +254,7 @@ def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
     if file and line.isdigit() and file.endswith(".jsonl"):
         return [read_jsonl_line(Path(file), int(line), letter.source.rpartition(":")[0])]
     if path.endswith(".jsonl"):  # the file could not be read at all: every line of it, now
-        return list(iter_jsonl(Path(path)))
+        return list(iter_jsonl(Path(path), letter.source))
     source = letter.source
     if letter.reason.startswith(DUPLICATE):
         source = source.removesuffix(f"@{letter.location}")

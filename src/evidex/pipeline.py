@@ -209,7 +209,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
         with trace.stage("admit", len(ranked)) as st:
             decision = parts.gate.admit(ranked, request.principal, retrieved_at)
             admitted = list(decision.admitted)
-            hidden = _unreadable_successors(parts.store, encode(request.query), ranked, decision, reader)
+            hidden = _unreadable_successors(parts.store, lambda: encode(request.query), ranked, decision, reader)
             st.n_out = len(admitted)
             st.decisions = {"rejected_counts": decision.counts()}
 
@@ -234,7 +234,8 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             selected = list(graded.chunks)
             st.n_out = len(selected)
             st.decisions = {"overall": graded.overall.value, "removed": list(graded.removed),
-                            "restored": list(graded.restored), "missing": list(graded.missing_families)}
+                            "restored": list(graded.restored), "missing": list(graded.missing_families),
+                            "cut_by_k": list(graded.cut)}
 
     expanded: tuple[tuple[str, str], ...] = ()
     with trace.stage("assemble", len(selected)) as st:
@@ -277,19 +278,19 @@ def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candi
                   filters=reader)
 
 
-def _unreadable_successors(store: Store, vector: npt.NDArray[np.float32], candidates: Sequence[Candidate],
-                           decision: GateDecision, reader: SearchFilters | None) -> frozenset[str]:
+def _unreadable_successors(store: Store, vector: Callable[[], npt.NDArray[np.float32]],
+                           candidates: Sequence[Candidate], decision: GateDecision,
+                           reader: SearchFilters | None) -> frozenset[str]:
     """The successors (`superseded_by`) named by visibly rejected candidates of which the requester may read
     nothing: naming one would reveal a restricted page. A one-row dense search under the reader's filter and
-    the source tells whether any of it is readable."""
+    the source tells whether any of it is readable (`vector`: any query vector, computed only if needed)."""
     if reader is None:
         return frozenset()
     visible = {r.record_id for r in decision.rejected if r.reason is not RejectReason.ACCESS}
-    named = {c.chunk.provenance.superseded_by for c in candidates
-             if c.chunk.record_id in visible and c.chunk.provenance.superseded_by}
-    return frozenset(source for source in sorted(s for s in named if s)
-                     if not store.search_dense(vector, 1, dataclasses.replace(
-                         reader, source_pattern=f"^{re.escape(source)}$")))
+    named = sorted({s for c in candidates if c.chunk.record_id in visible
+                    and (s := c.chunk.provenance.superseded_by)})
+    return frozenset(source for source in named if not store.search_dense(vector(), 1, dataclasses.replace(
+        reader, source_pattern=f"^{re.escape(source)}$")))
 
 
 FOCUS_TOP = 3
@@ -333,13 +334,18 @@ def _family_statuses(plan: EvidencePlan, selected: Sequence[Candidate], ranked: 
                      decision: GateDecision | None, graded: Graded | None) -> tuple[FamilyStatus, ...]:
     out = []
     rejected_by_id = {r.record_id: r for r in decision.rejected} if decision else {}
-    # A family grading found no validated evidence for is missing, whatever merely matches it in the context.
+    # A family grading found no validated evidence for is missing, whatever merely matches it in the context;
+    # so is one whose evidence did not fit in k (admissible evidence exists: a re-query, not a stop).
     unvalidated = set(graded.missing_families) if graded else set()
+    cut = set(graded.cut) if graded else set()
     for family in plan.families:
         ids = () if family.name in unvalidated else tuple(c.chunk.record_id for c in selected
                                                            if family.matches(c.chunk))
         if ids:
             out.append(FamilyStatus(family.name, "covered", ids))
+            continue
+        if family.name in cut:
+            out.append(FamilyStatus(family.name, "missing"))
             continue
         rejected = [c.chunk.record_id for c in ranked
                     if c.chunk.record_id in rejected_by_id and family.matches(c.chunk)]

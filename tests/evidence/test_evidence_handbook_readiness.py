@@ -346,3 +346,20 @@ def test_a_question_without_searchable_words_is_sent_back(engine: Engine, query:
     assert rec["action"] == "re-query" and "no searchable words" in rec["reason"] and rec["focus"] == []
     identifier = ask(engine, "--dry-run")["decision"]["recommendation"]  # an identifier is searchable
     assert identifier["reason"] != rec["reason"]
+
+
+def test_a_family_that_did_not_fit_in_k_is_missing_not_rejected(engine: Engine) -> None:
+    """At k=1 the rollback family's fresh page loses its slot to the other family. An expired older rollback
+    page also matches the family, but that is no reason to stop: fresh evidence exists, so the family is
+    missing and the answer is to re-query (it had said found-but-rejected and stop)."""
+    from evidex.evidence.plan import RequiredFamily, explicit_plan
+
+    plan = explicit_plan([RequiredFamily(name="rotation", rescue_query="rotate transit key", label="key-rotation"),
+                          RequiredFamily(name="rollback", rescue_query="rollback bad release", label="rollback")])
+    question = "How do I rotate the transit key, and how do I roll back a bad release?"
+    tight = ask(engine, question, k=1, plan=plan)
+    assert {f["name"]: f["status"] for f in tight["families"]} == {"rotation": "covered", "rollback": "missing"}
+    assert next(s for s in tight["trace"] if s["stage"] == "grade")["decisions"]["cut_by_k"] == ["rollback"]
+    assert tight["decision"]["recommendation"]["action"] == "re-query"
+    roomy = ask(engine, question, k=2, plan=plan)
+    assert {f["status"] for f in roomy["families"]} == {"covered"}

@@ -42,7 +42,8 @@ class Graded:
     overall: Grade
     removed: tuple[str, ...]
     restored: tuple[str, ...]
-    missing_families: tuple[str, ...]
+    missing_families: tuple[str, ...]  # no validated evidence, or its slot lost to the k budget (`cut`)
+    cut: tuple[str, ...] = ()  # families whose validated evidence did not fit in k
 
 
 def supports(c: Candidate, family: RequiredFamily, t: GradeThresholds) -> bool:
@@ -73,6 +74,7 @@ def grade(selection: Sequence[Candidate], ranked: Sequence[Candidate], families:
     protected: dict[str, list[str]] = {}  # record id -> the families it is the evidence of, in plan order
     restored: list[str] = []
     missing: list[str] = []
+    cut: list[str] = []
     for family in families:
         # The family's best evidence by the rule reserve used to choose it: coverage of the family, then score.
         own = max((c for c in selection if supports(c, family, t)), default=None,
@@ -99,6 +101,7 @@ def grade(selection: Sequence[Candidate], ranked: Sequence[Candidate], families:
                 other = next((c for c in kept if c is not weakest and supports(c, family, t)), None)
                 if other is None:
                     missing.append(name)
+                    cut.append(name)
                 else:
                     protected.setdefault(other.chunk.record_id, []).append(name)
         kept.remove(weakest)
@@ -109,4 +112,4 @@ def grade(selection: Sequence[Candidate], ranked: Sequence[Candidate], families:
     final = {c.chunk.record_id: grade_of(c, t) for c in kept}
     values = set(final.values())
     overall = Grade.CORRECT if Grade.CORRECT in values else Grade.AMBIGUOUS if values else Grade.INCORRECT
-    return Graded(tuple(kept), final, overall, removed, tuple(restored), tuple(missing))
+    return Graded(tuple(kept), final, overall, removed, tuple(restored), tuple(missing), tuple(cut))

@@ -44,8 +44,8 @@ def iter_documents(path: Path) -> Iterator[Document | LoadFailure]:
             elif suffix in JSONL_SUFFIXES:
                 yield from iter_jsonl(file, file.relative_to(path).as_posix())
     elif path.is_file():
-        if path.suffix.lower() in JSONL_SUFFIXES:
-            yield from iter_jsonl(path, path.name)
+        if path.suffix.lower() in JSONL_SUFFIXES:  # its letters by full path: two files given may share a name
+            yield from iter_jsonl(path, str(path))
         else:
             yield load_file(path, path.name)
     else:
@@ -99,8 +99,8 @@ def iter_jsonl(file: Path, name: str | None = None) -> Iterator[Document | LoadF
     name = name or file.name
     try:
         handle = file.open("rb")
-    except OSError as exc:
-        yield LoadFailure(str(file), f"cannot read: {exc.strerror}", str(file), str(file))
+    except OSError as exc:  # named like its lines' letters, so a retry names those the same way
+        yield LoadFailure(name, f"cannot read: {exc.strerror}", str(file), str(file))
         return
     with handle:
         for n, raw in enumerate(handle, start=1):

@@ -240,7 +240,7 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float,
               default_owner: str | None) -> Recommendation:
     if is_stop(outcome):
         return Recommendation("stop", STOP_CONDITION, owner=next_step_owner(outcome, default_owner))
-    query = outcome.request.query
+    query = f"{outcome.request.query} {outcome.request.aspect_focus or ''}"
     if not terms(query) and not exact_tokens(query) and outcome.plan.source.value != "caller":
         # Only stopwords or punctuation: whatever came back matched nothing the question says.
         return Recommendation("re-query", NO_SEARCHABLE_WORDS)

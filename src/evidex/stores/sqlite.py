@@ -314,6 +314,14 @@ class SqliteStore:
                      filters: SearchFilters | None = None) -> list[ScoredId]:
         return self._dense_index().search(vector, limit, filters)
 
+    def _dense_snapshot(self) -> tuple[DenseIndex, int]:
+        with self._lock:
+            return self._dense_index(), self._dense_generation
+
+    def _fts_generation(self) -> int:
+        with self._fts_lock:
+            return int(self._fts.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+
     def _dense_index(self) -> DenseIndex:
         with self._lock:
             generation = self._generation()
@@ -338,12 +346,15 @@ class SqliteStore:
         # to spare, and keep the hits the filters pass (the masks dense search applies). That is the order
         # filtering inside SQL gives, at the unfiltered query's speed. A narrow filter (a family), or too
         # few passing hits: SQL filters every match.
-        passes, share = self._dense_index().passes(filters)
+        index, generation = self._dense_snapshot()
+        passes, share = index.passes(filters)
         if share >= _BROAD_FILTER:
             wide = 2 * limit
             hits = self._ranked_matches(match, wide)
             kept = [h for h in hits if passes(h.record_id)]
-            if len(kept) >= limit or len(hits) < wide:
+            # The masks must describe the snapshot the hits came from: a commit in between (a relabelled
+            # record keeps its id) sends the search to SQL, which filters in the same statement.
+            if (len(kept) >= limit or len(hits) < wide) and self._fts_generation() == generation:
                 return kept[:limit]
         where, params = _filter_sql(filters)
         sql = (f"SELECT r.record_id, {_BM25} AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
