@@ -175,3 +175,20 @@ def test_batches_shows_whole_batch_ids_at_80_columns(invoke: Invoke, corpus: Pat
     report = as_json(invoke("ingest", str(corpus), "--json", "--label", "a label long enough to need room"))
     monkeypatch.setattr(cli.out, "_width", 80)
     assert report["batch_id"] in ok(invoke("batches")).stdout
+
+
+def test_a_mistyped_path_or_index_is_an_error_not_an_empty_answer(tmp_path: Path) -> None:
+    """`ingest` of a path that does not exist had recorded a batch and a permanent dead letter, and `query`
+    on a mistyped --index had created an empty index and answered with a stop."""
+    from typer.testing import CliRunner
+
+    from evidex.interfaces.cli import app
+
+    runner = CliRunner()
+    missing = runner.invoke(app, ["ingest", str(tmp_path / "nope"), "--index", str(tmp_path / "idx")])
+    assert missing.exit_code == 2 and "no such file or directory" in missing.stderr
+    assert not (tmp_path / "idx").exists()
+    for args in (["query", "how do I rotate keys?"], ["search", "keys"], ["stats"]):
+        result = runner.invoke(app, [*args, "--index", str(tmp_path / "typo")])
+        assert result.exit_code == 2 and "no index at" in result.stderr, args
+    assert not (tmp_path / "typo").exists()

@@ -363,3 +363,11 @@ def test_a_family_that_did_not_fit_in_k_is_missing_not_rejected(engine: Engine) 
     assert tight["decision"]["recommendation"]["action"] == "re-query"
     roomy = ask(engine, question, k=2, plan=plan)
     assert {f["status"] for f in roomy["families"]} == {"covered"}
+
+
+def test_a_question_none_of_whose_words_occur_in_the_evidence_is_sent_back(engine: Engine) -> None:
+    """'Berlin' against the handbook: dense search still returns its nearest pages, which had been answered
+    with proceed at coverage 1.00."""
+    rec = ask(engine, "Berlin")["decision"]["recommendation"]
+    assert rec["action"] == "re-query" and "none of the question's words" in rec["reason"]
+    assert ask(engine, ROTATION_QUESTION)["decision"]["recommendation"]["action"] == "proceed"

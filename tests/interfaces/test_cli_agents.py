@@ -21,15 +21,22 @@ from evidex.interfaces import (
 from evidex.interfaces import http as http_module
 from evidex.interfaces.cli_agents import register
 from evidex.interfaces.keys import KeyStore
+from evidex.stores.sqlite import SqliteStore
 
 Invoke = Callable[..., Result]
+
+
+def _agents_app() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+    return app
 
 
 @pytest.fixture
 def invoke(tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Invoke:
     monkeypatch.chdir(tmp_path)  # no stray ./evidex.toml
-    app = typer.Typer()
-    register(app)
+    SqliteStore(tmp_path / "idx").close()  # an (empty) index: the serving commands refuse to start without one
+    app = _agents_app()
     runner = CliRunner()
     env = {"EVIDEX_EMBEDDING_CACHE_DIR": str(cache_dir), "EVIDEX_CONFIG": None, "EVIDEX_KEYS_FILE": None}
 
@@ -124,3 +131,11 @@ def test_mcp_http_transport_wiring(invoke: Invoke, monkeypatch: pytest.MonkeyPat
     assert "/mcp" in result.stderr
     bad = invoke("mcp", "--transport", "sse")
     assert bad.exit_code == 2 and "unknown transport 'sse'" in bad.output
+
+
+def test_serving_a_missing_index_is_an_error(invoke: Invoke, tmp_path: Path) -> None:
+    """A mistyped --index had silently created an empty index and answered every question with a stop."""
+    for args in (("serve",), ("mcp", "--transport", "stdio")):
+        result = CliRunner().invoke(_agents_app(), [*args, "--index", str(tmp_path / "typo")])
+        assert result.exit_code == 2 and "no index at" in result.stderr, args
+        assert not (tmp_path / "typo").exists()

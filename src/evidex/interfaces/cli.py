@@ -27,6 +27,7 @@ from evidex.evidence.plan import plan_from_dict
 from evidex.ingest.provenance import format_time, parse_time
 from evidex.interfaces.render import render_eval, render_result
 from evidex.result import decision_json, first_difference
+from evidex.stores.sqlite import INDEX_FILE
 from evidex.types import Candidate, RetrievalMode
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -80,8 +81,16 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
         yield update
 
 
-def open_engine(config: Path | None, index: Path | None) -> Engine:
-    return run(lambda: Engine.open(build_config(config, index)))
+def open_engine(config: Path | None, index: Path | None, *, create: bool = False) -> Engine:
+    """The engine on the configured index. Only `create` (ingest, import) may start a new one: a mistyped
+    --index or config would otherwise answer every question from an empty index."""
+    cfg = run(lambda: build_config(config, index))
+    if not create and cfg.index.backend == "sqlite" and not (cfg.index_dir / INDEX_FILE).is_file():
+        err.print(f"[bold red]error:[/] no index at {escape(str(cfg.index_dir))}: ingest documents first "
+                  "(evidex ingest DIR) or point --index / the config at an existing index",
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    return run(lambda: Engine.open(cfg))
 
 
 @app.command("ingest")
@@ -93,7 +102,12 @@ def ingest_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Ingest documents as one batch (unchanged documents are skipped)."""
-    with open_engine(config, index) as engine, progress_bar(sys.stderr.isatty() and not json_out) as bar:
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:  # a typo, not a document that failed to load: nothing is written
+        err.print(f"[bold red]error:[/] no such file or directory: {escape(', '.join(missing))}",
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    with open_engine(config, index, create=True) as engine, progress_bar(sys.stderr.isatty() and not json_out) as bar:
         report = run(lambda: engine.ingest(paths, metadata=metadata, label=label, progress=bar))
     if json_out:
         out.print_json(data=report.to_dict())
@@ -130,7 +144,8 @@ def search_cmd(
     config: ConfigOpt = None, index: IndexOpt = None,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Ranked chunks with source, anchor and provenance (plain retrieval; `evidex ask` runs the decision)."""
+    """Ranked chunks with source, anchor and provenance: plain retrieval for operators, with no admission gate
+    (`evidex query` runs the decision)."""
     try:
         retrieval_mode = RetrievalMode.from_str(mode)
     except ValueError as exc:
@@ -400,7 +415,7 @@ def bench_cmd(
 
 
 DEMO_QUESTIONS = [
-    ("A composite question (three evidence families)",
+    ("A composite question (its aspects planned automatically)",
      "A new `checkout` service needs its Postgres password from Vaultline. How should the pod authenticate "
      "without a long-lived token, how does the secret get into the container and get renewed, and which role "
      "grant lets the team read only the secret path it needs?"),
@@ -430,7 +445,7 @@ def demo_cmd(index: Annotated[Path, typer.Option("--index", help="where the demo
                 result = run(lambda q=question: engine.search_with_reasoning(q, retrieved_at=at))  # type: ignore[misc]
                 render_result(out, result, show_text=False)
     out.print("\nTry: .venv/bin/evidex query \"how do I rotate the transit key?\" --index .evidex/demo "
-              "--labels engineering-read")
+              "-c src/evidex/sample/evidex.toml --labels engineering-read")
 
 
 @app.command("export")
@@ -463,7 +478,7 @@ def import_cmd(directory: Annotated[Path, typer.Argument(help="a directory writt
     """Load an exported index into this configuration's (empty) store, without re-embedding."""
     from evidex.stores.transfer import import_index
 
-    with open_engine(config, index) as engine:
+    with open_engine(config, index, create=True) as engine:
         manifest = run(lambda: import_index(directory, engine.store))
     out.print_json(data=manifest)
 

@@ -75,7 +75,7 @@ def serve_cmd(
     if not _is_loopback(host):
         err.print(f"[yellow]binding {escape(host)}[/]: serve plain HTTP only behind a TLS-terminating proxy",
                   highlight=False, soft_wrap=True)
-    with open_keys(config, index, keys) as store, open_engine(config, index) as engine:
+    with open_engine(config, index) as engine, open_keys(config, index, keys) as store:
         if not any(r.is_valid(store.now()) for r in store.list()):
             err.print(f"[yellow]no valid API key in {escape(str(store.path))}[/]: create one with "
                       "`evidex keys create NAME --principal WHO --label LABEL`", highlight=False, soft_wrap=True)
@@ -103,7 +103,7 @@ def mcp_cmd(
     if not _is_loopback(host):
         err.print(f"[yellow]binding {escape(host)}[/]: serve plain HTTP only behind a TLS-terminating proxy",
                   highlight=False, soft_wrap=True)
-    with open_keys(config, index, keys) as store, open_engine(config, index) as engine:
+    with open_engine(config, index) as engine, open_keys(config, index, keys) as store:
         err.print(f"evidex: MCP (streamable HTTP) on http://{escape(host)}:{port}{mcp_server.MCP_PATH} "
                   f"(keys: {escape(str(store.path))})", highlight=False, soft_wrap=True)
         mcp_server.run_http(engine, store, host=host, port=port)

@@ -234,6 +234,7 @@ def next_step_owner(outcome: SearchOutcome, fallback: str | None) -> str | None:
 
 
 NO_SEARCHABLE_WORDS = "the question has no searchable words (only stopwords or punctuation): rephrase it"
+NO_WORD_IN_EVIDENCE = "none of the question's words occurs in the evidence: it may be off-topic for this index"
 
 
 def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float,
@@ -241,9 +242,15 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float,
     if is_stop(outcome):
         return Recommendation("stop", STOP_CONDITION, owner=next_step_owner(outcome, default_owner))
     query = f"{outcome.request.query} {outcome.request.aspect_focus or ''}"
-    if not terms(query) and not exact_tokens(query) and outcome.plan.source.value != "caller":
-        # Only stopwords or punctuation: whatever came back matched nothing the question says.
-        return Recommendation("re-query", NO_SEARCHABLE_WORDS)
+    asked = set(terms(query))
+    if outcome.plan.source.value != "caller":
+        if not asked and not exact_tokens(query):
+            # Only stopwords or punctuation: whatever came back matched nothing the question says.
+            return Recommendation("re-query", NO_SEARCHABLE_WORDS)
+        if outcome.context and not any(asked & chunk_terms(c.chunk)[0] for c in outcome.context):
+            # Not one of the question's words in any evidence ("Berlin" against an engineering handbook):
+            # the dense neighbours of an off-topic question are not an answer to it.
+            return Recommendation("re-query", NO_WORD_IN_EVIDENCE)
     declared = outcome.plan.source.value in ("caller", "shape")
     if cov["families_found_but_rejected"] and declared:
         # Required evidence exists but this requester may not use it (restricted, expired, uncitable):
