@@ -73,7 +73,7 @@ def test_ingest_then_search_json(invoke: Invoke, corpus: Path) -> None:
     assert (hit["source"], hit["citation_anchor"], hit["evidence_family"], hit["source_version"]) == (
         "ingress.md", "ingress", "network", "2")
     assert (hit["published_at"], hit["access_labels"], hit["citation_uri"]) == (
-        "2024-01-01T00:00:00+00:00", ["eng"], "https://docs.example.com/ingress")
+        "2024-01-01T00:00:00Z", ["eng"], "https://docs.example.com/ingress")
     assert hit["dense_score"] is None
     stats = as_json(invoke("stats"))
     assert found["snapshot_id"] == stats["snapshot_id"]

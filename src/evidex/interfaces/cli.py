@@ -130,9 +130,9 @@ def _candidate_dict(c: Candidate) -> dict[str, Any]:
         "heading": ch.heading, "citation_anchor": ch.citation_anchor, "citation_uri": p.citation_uri,
         "evidence_family": p.evidence_family, "dense_score": c.dense_score, "sparse_score": c.sparse_score,
         "span": [ch.span_start, ch.span_end], "source_version": p.source_version,
-        "published_at": p.published_at.isoformat() if p.published_at else None,
-        "expires_at": p.expires_at.isoformat() if p.expires_at else None,
-        "access_labels": list(p.access_labels), "batch_id": ch.batch_id, "text": ch.text,
+        "published_at": format_time(p.published_at), "expires_at": format_time(p.expires_at),
+        "access_labels": list(p.access_labels), "owner": p.owner, "superseded_by": p.superseded_by,
+        "authority_tier": p.authority_tier, "batch_id": ch.batch_id, "text": ch.text,
     }
 
 
