@@ -150,7 +150,10 @@ def main() -> None:
     # Fold standardisation into the weights so the model applies to raw features.
     weights = {f: round(float(w[i] / std[i]), 6) for i, f in enumerate(FEATURES)}
     intercept = round(float(w[-1] - np.sum(w[:-1] * mean / std)), 6)
-    model = {"intercept": intercept, "weights": weights,
+    # The range each feature took in training: confidence clips to it, so an unusual question (a one-word
+    # query on a tiny corpus) is not scored by extrapolating the fit far beyond what it saw.
+    ranges = {f: [round(float(x[:, i].min()), 6), round(float(x[:, i].max()), 6)] for i, f in enumerate(FEATURES)}
+    model = {"intercept": intercept, "weights": weights, "ranges": ranges,
              "fitted_on": f"{', '.join(sets)} (development sets; k8s-gate: k8s behind the gate), full pipeline, "
                           f"auto plan, k=10; "
                           f"{datetime.now(UTC).strftime('%Y-%m-%d')}",

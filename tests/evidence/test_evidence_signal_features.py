@@ -50,3 +50,19 @@ def test_sparse_top_is_the_best_bm25_score_per_query_term() -> None:
     assert sparse_top(ranked, 3) == pytest.approx(30.0 / 3 / 10)
     assert sparse_top(ranked, 0) == pytest.approx(30.0 / 10)  # no content term: no division by zero
     assert sparse_top(ranked[:1], 3) == 0.0  # only dense hits
+
+
+def test_confidence_clips_each_feature_to_the_range_it_was_fitted_on() -> None:
+    """A question unlike any in training (a one-word query on a tiny corpus gave dense_commitment far above
+    anything fitted, and confidence 0.9993) is scored at the edge of what the model saw."""
+    from evidex.signals.compute import confidence, confidence_model
+
+    ranges = confidence_model()["ranges"]
+    assert set(ranges) == set(confidence_model()["weights"])
+    at_edges = {name: float(high) for name, (_, high) in ranges.items()}
+    beyond = {name: float(high) * 10 + 5 for name, (_, high) in ranges.items()}
+    assert confidence(beyond) == confidence(at_edges)
+    below = {name: float(low) - 5 for name, (low, _) in ranges.items()}
+    assert confidence(below) == confidence({name: float(low) for name, (low, _) in ranges.items()})
+    inside = {name: (float(low) + float(high)) / 2 for name, (low, high) in ranges.items()}
+    assert confidence(inside) != confidence(at_edges)  # clipping leaves values in range alone

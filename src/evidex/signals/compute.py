@@ -160,8 +160,17 @@ def evidence_chain(outcome: SearchOutcome) -> int:
 
 
 def confidence(feats: dict[str, float]) -> float:
+    """The fitted logistic model on the features, each first clipped to the range it took in training: a
+    question unlike any the model saw is scored at the edge of what it knows, not by extrapolation."""
     model = confidence_model()
-    z = float(model["intercept"]) + sum(float(w) * feats.get(name, 0.0) for name, w in model["weights"].items())
+    ranges = model.get("ranges", {})
+
+    def clipped(name: str) -> float:
+        value = feats.get(name, 0.0)
+        low, high = ranges.get(name, (value, value))
+        return min(max(value, float(low)), float(high))
+
+    z = float(model["intercept"]) + sum(float(w) * clipped(name) for name, w in model["weights"].items())
     return 1.0 / (1.0 + math.exp(-z))
 
 
