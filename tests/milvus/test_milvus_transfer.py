@@ -19,7 +19,7 @@ from evidex.stores.protocol import Store
 from evidex.stores.sqlite import SqliteStore
 from evidex.stores.transfer import FORMAT_VERSION, export_index, import_index
 from evidex.testing.store_contract import DIM, T0, axis, batch, dead_letter, document, make_chunk, unit
-from evidex.types import Provenance
+from evidex.types import BatchInfo, Provenance
 
 _names = itertools.count()
 IDS = ["A#0", "A#1", "A#1-new", "B#0", "C#0", "D#0"]
@@ -153,3 +153,19 @@ def test_an_interrupted_import_into_milvus_is_resumed(sqlite: SqliteStore, milvu
         milvus.commit_batch(batch("x1", document([make_chunk("Z", 0, "zeta")], [axis(5)])))
     import_index(tmp_path / "exp", milvus)
     assert observe(milvus) == observe(sqlite)
+
+
+def test_an_export_waits_out_a_batch_being_written(milvus: MilvusStore, tmp_path: Path) -> None:
+    """Milvus writes a batch in steps: between its rows going live and its commit point the generation has
+    not moved, so only the pending batch row tells an export that rows and log may disagree. A batch that
+    stays pending (here: one a writer left behind) makes the export fail clearly, and repair clears it."""
+    milvus.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha")], [axis(0)])))
+    pending = BatchInfo("b2", T0, None, "pending", 0, 0, 0, 0, "in flight")
+    milvus._put_meta([milvus._batch_row(pending, 99)])
+    assert milvus.export_log().writing
+    with pytest.raises(StoreError, match="being written"):
+        export_index(milvus, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    milvus.repair()
+    assert not milvus.export_log().writing
+    assert export_index(milvus, tmp_path / "out")["rows"] == 1

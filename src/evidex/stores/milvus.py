@@ -674,7 +674,8 @@ class MilvusStore:
                                 r["retired_by"] or None)
 
     def export_log(self) -> IndexLog:
-        return IndexLog(tuple(self.batches()), tuple(self._events()), int(self._state()["generation"]))
+        writing = bool(self._batch_rows('kind == "batch" and status in ["pending", "rolling-back"]'))
+        return IndexLog(tuple(self.batches()), tuple(self._events()), int(self._state()["generation"]), writing)
 
     def import_rows(self, rows: Iterable[StoredRow], log: IndexLog) -> None:
         with self._lock:

@@ -65,6 +65,7 @@ class IndexLog:
     batches: tuple[BatchInfo, ...]
     events: tuple[DeadLetterEvent, ...]
     generation: int
+    writing: bool = False  # a batch is being written or rolled back (a store whose writes are not one transaction)
 
 
 @runtime_checkable
@@ -103,21 +104,23 @@ def export_index(store: object, path: Path) -> dict[str, Any]:
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     # Rows and log are read separately: a batch committed in between would give an export whose log names a
-    # batch its rows lack. Read until the index generation is the same before and after the rows.
+    # batch its rows lack. Read until the index generation is the same before and after the rows, with no
+    # batch in the middle of being written (Milvus writes a batch in steps).
     for _ in range(_EXPORT_ATTEMPTS):
-        generation = source.export_log().generation
+        before = source.export_log()
         vectors: list[npt.NDArray[np.float32]] = []
         with (partial / "chunks.jsonl").open("w", encoding="utf-8") as out:
             for row in source.export_rows():
                 out.write(json.dumps(_row_to_json(row), ensure_ascii=False) + "\n")
                 vectors.append(np.asarray(row.vector, dtype=np.float32))
         log = source.export_log()
-        if log.generation == generation:
+        if log.generation == before.generation and not (before.writing or log.writing):
             break
     else:
         shutil.rmtree(partial, ignore_errors=True)
-        raise StoreError(f"the index changed during each of {_EXPORT_ATTEMPTS} export attempts; export again "
-                         "when no ingest or rollback is running")
+        raise StoreError(f"the index changed (or a batch was being written) during each of {_EXPORT_ATTEMPTS} "
+                         "export attempts; export again when no ingest or rollback is running (a batch left "
+                         "half-written by a crash is finished by the store's repair)")
     dim = int(vectors[0].shape[0]) if vectors else 0
     np.save(partial / "vectors.npy", np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32))
     _write_jsonl(partial / "batches.jsonl", (_batch_to_json(b) for b in log.batches))
