@@ -192,3 +192,20 @@ def test_a_mistyped_path_or_index_is_an_error_not_an_empty_answer(tmp_path: Path
         result = runner.invoke(app, [*args, "--index", str(tmp_path / "typo")])
         assert result.exit_code == 2 and "no index at" in result.stderr, args
     assert not (tmp_path / "typo").exists()
+
+
+def test_ingest_names_the_documents_the_gate_will_never_admit(tmp_path: Path) -> None:
+    """A page without access_labels (access fails closed) or without a citation URI is stored but never
+    returned: the walkthrough's first surprise. Ingest now says which."""
+    from typer.testing import CliRunner
+
+    from evidex.interfaces.cli import app
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.md").write_text("---\naccess_labels: [eng]\ncitation_uri: https://d.example/ok\n---\n# Ok\n\nfine\n")
+    (docs / "bare.md").write_text("# Bare\n\nno provenance at all\n")
+    result = CliRunner().invoke(app, ["ingest", str(docs), "--index", str(tmp_path / "idx")])
+    assert result.exit_code == 0, result.output
+    assert "1 document(s) the gate will never admit" in result.stdout and "bare.md" in result.stdout
+    assert "ok.md" not in result.stdout.split("never admit")[1]

@@ -170,6 +170,8 @@ class IngestReport:
     embedded: int  # chunks whose vectors were computed (not served by the cache)
     cached: int
     seconds: float
+    # written documents with no access label or no citation URI: the default gate never admits them
+    without_labels_or_citation: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -184,4 +186,5 @@ class IngestReport:
             "embedded": self.embedded,
             "cached": self.cached,
             "seconds": round(self.seconds, 3),
+            "without_labels_or_citation": list(self.without_labels_or_citation),
         }

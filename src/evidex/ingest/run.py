@@ -158,7 +158,9 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         batch_id=batch_id, documents=len(seen), added_chunks=total,
         replaced_documents=sum(1 for d, _, _ in changed if d.doc_id in existing) + len(emptied),
         unchanged_documents=unchanged, empty_documents=empty, dead_letters=tuple(letters), embedded=computed,
-        cached=total - computed, seconds=time.perf_counter() - started)
+        cached=total - computed, seconds=time.perf_counter() - started,
+        without_labels_or_citation=tuple(d.source for d, _, _ in changed
+                             if not d.provenance.access_labels or not d.provenance.citation_uri))
 
 
 def _with_metadata(doc: Document, overlay: Mapping[str, Mapping[str, Any]] | None,

@@ -28,7 +28,7 @@ from evidex.ingest.provenance import format_time, parse_time
 from evidex.interfaces.render import render_eval, render_result
 from evidex.result import decision_json, first_difference
 from evidex.stores.sqlite import INDEX_FILE
-from evidex.types import Candidate, RetrievalMode
+from evidex.types import Candidate, IngestReport, RetrievalMode
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="evidex: evidence-aware retrieval for engineering knowledge bases.")
@@ -109,6 +109,7 @@ def ingest_cmd(
         raise typer.Exit(2)
     with open_engine(config, index, create=True) as engine, progress_bar(sys.stderr.isatty() and not json_out) as bar:
         report = run(lambda: engine.ingest(paths, metadata=metadata, label=label, progress=bar))
+        gated = _gated(engine)
     if json_out:
         out.print_json(data=report.to_dict())
         return
@@ -117,8 +118,25 @@ def ingest_cmd(
               f"{report.replaced_documents} replaced, {report.unchanged_documents} unchanged, "
               f"{report.empty_documents} empty, "
               f"{len(report.dead_letters)} dead letters, {report.seconds:.1f} s")
+    _print_problems(report, gated)
+
+
+def _gated(engine: Engine) -> bool:
+    """Whether the gate checks access labels or citations (what a page needs to be admitted at all)."""
+    return bool({"access", "citation"} & {r.strip().lower() for r in engine.config.gate.rules.split(",")})
+
+
+def _print_problems(report: IngestReport, gated: bool) -> None:
+    """Dead letters, and written documents the gate will never admit (a page without access labels is
+    otherwise silently never returned)."""
     for letter in report.dead_letters:
         out.print(f"  [yellow]dead letter[/] {escape(letter.location or letter.source)}: {escape(letter.reason)}",
+                  highlight=False)
+    unadmittable = report.without_labels_or_citation
+    if unadmittable and gated:
+        shown = ", ".join(unadmittable[:5]) + (" ..." if len(unadmittable) > 5 else "")
+        out.print(f"  [yellow]{len(unadmittable)} document(s) the gate will never admit[/] (no access_labels or "
+                  f"no citation_uri; add them in front matter or a --metadata overlay): {escape(shown)}",
                   highlight=False)
 
 
@@ -240,12 +258,11 @@ def dead_letters_retry_cmd(
     config, index = ctx.obj or (None, None)
     with open_engine(config, index) as engine:
         report = run(lambda: engine.retry_dead_letters(metadata=metadata))
+        gated = _gated(engine)
     fixed = report.documents
     out.print(f"retried: {fixed} now loaded (batch {report.batch_id or '-'}), "
               f"{len(report.dead_letters)} still failing")
-    for letter in report.dead_letters:
-        out.print(f"  [yellow]dead letter[/] {escape(letter.location or letter.source)}: {escape(letter.reason)}",
-                  highlight=False)
+    _print_problems(report, gated)
 
 
 @app.command("setup")
