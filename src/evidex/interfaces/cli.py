@@ -454,8 +454,8 @@ def demo_cmd(index: Annotated[Path, typer.Option("--index", help="where the demo
         engine = run(lambda: Engine.open(cfg))
         with engine, progress_bar(sys.stderr.isatty()) as bar:
             report = run(lambda: engine.ingest([sample_dir / "handbook"], label="demo", progress=bar))
-            out.print(f"ingested the Northwind handbook: {report.documents} pages, {report.added_chunks} new chunks "
-                      f"({report.unchanged_documents} unchanged) into {index}")
+            out.print(f"ingested the Northwind handbook into {index}: {report.documents} pages "
+                      f"({report.unchanged_documents} unchanged), {report.added_chunks} chunks added")
             at = _instant(DEMO_INSTANT)
             for title, question in DEMO_QUESTIONS:
                 out.rule(f"[bold]{title}")
