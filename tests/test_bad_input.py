@@ -355,3 +355,20 @@ def test_config_hash_is_stable_and_short() -> None:
     assert Config().hash() == Config().hash()
     assert len(Config().hash()) == 16
     assert json.dumps(Config().to_dict())  # serialisable
+
+
+def test_re_ingesting_a_folder_with_a_known_broken_file_makes_no_batch(make_engine: EngineFactory,
+                                                                       write_corpus: CorpusWriter) -> None:
+    """The broken file's failure is already on record: a re-run that changes nothing else made a batch of it,
+    and `rollback` then undid that no-op instead of the last real change."""
+    corpus = write_corpus({"good.md": "# Good\n\nfirst wombatword\n", "broken.md": "---\ntitle: [x\n---\nbody\n"})
+    engine = make_engine()
+    engine.ingest([corpus])
+    (corpus / "good.md").write_text("# Good\n\nsecond quokkaword\n", encoding="utf-8")
+    changed = engine.ingest([corpus])
+    again = engine.ingest([corpus])
+    assert changed.batch_id and again.batch_id == "" and [d.source for d in again.dead_letters] == ["broken.md"]
+    assert engine.rollback().batch_id == changed.batch_id
+    assert bm25(engine, "wombatword") == ["good.md"]
+    (corpus / "broken.md").write_text("---\ntitle: [x, y]\n---\nbody\n", encoding="utf-8")
+    assert engine.ingest([corpus]).batch_id  # a failure that is resolved still makes its batch

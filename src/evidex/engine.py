@@ -117,7 +117,7 @@ class Engine:
                progress: Progress | None = None) -> IngestReport:
         overlay = load_overlay(Path(metadata)) if metadata else None
         items: Iterable[Document | LoadFailure] = (item for p in paths for item in iter_documents(Path(p)))
-        return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress)
+        return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, record_repeats=False)
 
     def retry_dead_letters(self, *, metadata: str | Path | None = None,
                            progress: Progress | None = None) -> IngestReport:
@@ -134,12 +134,14 @@ class Engine:
         return self._ingest(items, overlay, "dead-letter retry", progress, now_loading)
 
     def _ingest(self, items: Iterable[Document | LoadFailure], overlay: Any, label: str,
-                progress: Progress | None, resolved: Sequence[str] = ()) -> IngestReport:
+                progress: Progress | None, resolved: Sequence[str] = (), *, record_repeats: bool = True
+                ) -> IngestReport:
         known = self.store.dead_letters()
         return ingest(self.store, lambda: self.embedder, items, chunking=self.config.chunking,
                       families=FamilyRules.from_config(self.config.families), overlay=overlay,
                       cache=self.embedding_cache, batch_size=self.config.embedding.batch_size, label=label,
-                      known_dead_letters=known, resolved_dead_letters=resolved, progress=progress)
+                      known_dead_letters=known, resolved_dead_letters=resolved, progress=progress,
+                      record_repeats=record_repeats)
 
     # ---- search -------------------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, mode: RetrievalMode = RetrievalMode.HYBRID,

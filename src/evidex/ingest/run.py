@@ -88,8 +88,12 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
            chunking: ChunkingConfig, families: FamilyRules, overlay: Mapping[str, Mapping[str, Any]] | None,
            cache: EmbeddingCache | None, batch_size: int = 32, label: str = "",
            known_dead_letters: Iterable[DeadLetter] = (), resolved_dead_letters: Sequence[str] = (),
-           progress: Progress | None = None) -> IngestReport:
-    """Ingest `items` as one batch. `embedder` is called only if something needs embedding."""
+           progress: Progress | None = None, record_repeats: bool = True) -> IngestReport:
+    """Ingest `items` as one batch. `embedder` is called only if something needs embedding.
+    `record_repeats=False`: failures already on record with the same reason make no batch by themselves
+    (re-running an ingest over a folder with one broken file must not leave a batch that `rollback` would
+    undo instead of the last real change); they are still reported, and counted when a batch is made."""
+    known_dead_letters = list(known_dead_letters)
     started = time.perf_counter()
     now = datetime.now(UTC).replace(microsecond=0)
     batch_id = new_batch_id(now)
@@ -150,7 +154,9 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     resolved = tuple(dict.fromkeys([*(d.source for d in known_dead_letters
                                       if d.source in loaded_sources or (d.path and d.path in loaded_sources)),
                                     *(s for s in resolved_dead_letters if s not in failed)]))
-    if writes or letters or resolved:
+    on_record = {(d.source, d.reason) for d in known_dead_letters}
+    news = letters if record_repeats else [d for d in letters if (d.source, d.reason) not in on_record]
+    if writes or news or resolved:
         store.commit_batch(BatchWrite(batch_id, label, tuple(writes), unchanged, tuple(letters), resolved))
     else:
         batch_id = ""  # nothing changed: no batch is recorded
