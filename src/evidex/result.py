@@ -2,8 +2,8 @@
 
 Everything but the `cost` block (wall-clock timings) is a pure function of the request, the index
 snapshot and the configuration, so `decision_json()` of the same request on the same snapshot is byte
-for byte identical. Rejected records appear only as ids and reason codes, never with text, title or
-excerpt; access rejections only as a count unless the gate's visibility policy says otherwise.
+for byte identical. Rejected records appear only as ids, sources and reason codes, never with text, title
+or excerpt; access rejections only as a count unless the gate's visibility policy says otherwise.
 """
 
 from __future__ import annotations

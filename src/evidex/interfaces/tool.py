@@ -28,9 +28,10 @@ DESCRIPTION = (
     "evidence families are covered, missing or found-but-rejected, the citations to quote, and signals "
     "(confidence, coverage, source diversity, cost). Read `decision.recommendation.action` first: "
     "'proceed' (answer from `evidence`, citing `citation`), 're-query' (call again with `aspect_focus` set "
-    "to the aspects in `decision.recommendation.focus`), or 'stop' (no fresh, authorised, citable source: "
-    "hand over to `decision.recommendation.owner`; do not answer from memory). Rejected records appear "
-    "only as ids and reason codes."
+    "to each aspect in `decision.recommendation.focus`; when it is empty, rephrase the question with more "
+    "detail), or 'stop' (no fresh, authorised, citable source: hand over to "
+    "`decision.recommendation.owner`; do not answer from memory). Rejected records appear only as ids, "
+    "sources and reason codes, and records the caller may not read only as a count."
 )
 
 INPUT_SCHEMA: dict[str, Any] = {
@@ -105,7 +106,8 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         },
         "expanded": {"type": "array"},
         "rejected": {"type": ["object", "null"],
-                     "description": "Rejected candidates as ids and reason codes, with counts per reason."},
+                     "description": "Rejected candidates as ids, sources and reason codes (access denials "
+                                    "only counted), with counts per reason."},
         "signals": {
             "type": "object",
             "properties": {"confidence": {"type": "number"}, "features": {"type": "object"},
