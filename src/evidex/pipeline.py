@@ -145,7 +145,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             # The focused aspect is met by the best hits of its own search, not only by shared words.
             per_query = len(lists) // len(queries)
             focus_hits = fuse_lists(lists[per_query:], weights[per_query:], cfg.retrieval)[:FOCUS_TOP]
-            plan = with_known_evidence(plan, {request.aspect_focus.strip(): tuple(h.record_id for h in focus_hits)})
+            plan = with_known_evidence(plan, {request.aspect_focus: tuple(h.record_id for h in focus_hits)})
             hits = _with_required(hits, focus_hits)
         pool = to_candidates(parts.store, hits[:pool_limit], request.mode)
         st.n_out = len(pool)

@@ -78,7 +78,7 @@ class GateAudit:
             else:
                 output = "\n".join(f"{c.title}\n{c.text}" for c in ranked.chunks[:k])
             leaks += self.leaks_in(output)
-            context = ranked.info["context"] if "context" in ranked.info else ranked.chunks[:k]
+            context = ranked.top_k(k)
             admissible_families = 0
             covered = 0
             for family in question.families:

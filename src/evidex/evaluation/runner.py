@@ -40,6 +40,11 @@ class Ranked:
     chunks: tuple[Chunk, ...]
     info: dict[str, Any] = field(default_factory=dict)
 
+    def top_k(self, k: int) -> tuple[Chunk, ...]:
+        """What an answer at k holds: an evidence pipeline's context (grading may leave it shorter than k),
+        else a plain retriever's first k chunks."""
+        return self.info["context"] if "context" in self.info else self.chunks[:k]
+
 
 @dataclass(frozen=True)
 class EvalSettings:
@@ -161,8 +166,8 @@ def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[
                 progress(name, i, len(questions))
         report["pipelines"][name] = summarize(rows, k)
         if any("result" in r.info for _, r, _ in rows):
-            checked = [(q, r.info["result"], quality(q, r.chunks, top_k(r, k)),
-                        metrics.family_recall(q, top_k(r, k)) == 1.0) for q, r, _ in rows]
+            checked = [(q, r.info["result"], quality(q, r.chunks, r.top_k(k)),
+                        metrics.family_recall(q, r.top_k(k)) == 1.0) for q, r, _ in rows]
             report["pipelines"][name]["signals"] = check_signals(checked)
         if audit is not None:
             report["pipelines"][name].update(audit.score(engine, rows, k, plan))
@@ -174,18 +179,12 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return round(statistics.fmean(present), 4) if present else None
 
 
-def top_k(ranked: Ranked, k: int) -> tuple[Chunk, ...]:
-    """What an answer at k holds: an evidence pipeline's context (grading may leave it shorter than k),
-    else a plain retriever's first k chunks."""
-    return ranked.info["context"] if "context" in ranked.info else ranked.chunks[:k]
-
-
 def summarize(rows: Sequence[tuple[Question, Ranked, float]], k: int) -> dict[str, Any]:
-    recalls = [metrics.family_recall(q, top_k(r, k)) for q, r, _ in rows]
+    recalls = [metrics.family_recall(q, r.top_k(k)) for q, r, _ in rows]
     # The same over the first k distinct pages: a plain retriever often spends its k chunks on a few pages
     # (k8s: about 5 of 10), which the evidence pipelines' one-chunk-per-page context does not.
-    page_recalls = [metrics.family_recall(q, metrics.doc_ranking(r.chunks if "context" not in r.info
-                                                                 else top_k(r, k))[:k]) for q, r, _ in rows]
+    page_recalls = [metrics.family_recall(q, metrics.doc_ranking(r.info.get("context", r.chunks))[:k])
+                    for q, r, _ in rows]
     latencies = [ms for _, _, ms in rows]
     # An evidence pipeline ranks only its candidate pool (about 60 chunks): recall@100 is not defined for it.
     pooled = any("context" in r.info for _, r, _ in rows)

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from evidex.admission.gate import Principal
+from evidex.admission.gate import AccessRule, CitationRule, GatePolicy, Principal
 from evidex.agent import ask
 from evidex.config import Config, load_config
 from evidex.engine import Engine, configured_embedder
@@ -123,7 +123,8 @@ def ingest_cmd(
 
 def _gated(engine: Engine) -> bool:
     """Whether the gate checks access labels or citations (what a page needs to be admitted at all)."""
-    return bool({"access", "citation"} & {r.strip().lower() for r in engine.config.gate.rules.split(",")})
+    policy = GatePolicy.from_config(engine.config.gate.rules, engine.config.gate.visibility)
+    return bool({AccessRule.name, CitationRule.name} & set(policy.rules))
 
 
 def _print_problems(report: IngestReport, gated: bool) -> None:
