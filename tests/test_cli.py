@@ -122,6 +122,15 @@ def test_rollback(invoke: Invoke, corpus: Path) -> None:
     assert nothing.exit_code == 5 and "nothing to roll back" in nothing.stderr
 
 
+def test_sync_ingest_retires_deleted_files_and_says_which(invoke: Invoke, corpus: Path) -> None:
+    ok(invoke("ingest", str(corpus)))
+    (corpus / "quota.md").unlink()
+    out = ok(invoke("ingest", str(corpus), "--sync")).stdout
+    assert "1 retired (gone)" in out and "retired: quota.md" in out
+    assert as_json(invoke("stats"))["documents"] == len(CORPUS) - 1
+    assert "1 documents restored" in ok(invoke("rollback")).stdout
+
+
 def test_dead_letters_and_retry(invoke: Invoke, corpus: Path) -> None:
     (corpus / "latin.md").write_bytes("caf\xe9 notes about platypusword\n".encode("latin-1"))
     ok(invoke("ingest", str(corpus)))

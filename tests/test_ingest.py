@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from evidex.config import ChunkingConfig, FamilyRule
 from evidex.engine import Engine
+from evidex.errors import IngestError
 from evidex.ingest.chunking import chunk_text
 from evidex.ingest.markdown import clean, find_headings, slugify
 from evidex.ingest.run import record_id
@@ -360,6 +361,62 @@ def test_a_changed_document_replaces_its_chunks(make_engine: EngineFactory,
     assert bm25(engine, "freshword") == ["b.md"]
     assert [c.citation_anchor for c in chunks_of(engine, "b.md")] == ["beta", "more"]
     assert engine.stats()["chunks"] == 4 and engine.stats()["documents"] == 3
+
+
+def test_a_plain_ingest_keeps_a_deleted_file_and_a_sync_ingest_retires_it(
+        make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    corpus = write_corpus(SMALL)
+    engine = make_engine()
+    engine.ingest([corpus])
+    (corpus / "b.md").unlink()
+    assert engine.ingest([corpus]).retired_documents == ()  # without --sync an ingest only adds and replaces
+    assert bm25(engine, "obsoleteword") == ["b.md"]
+    report = engine.ingest([corpus], sync=True)
+    assert (report.retired_documents, report.replaced_documents, report.unchanged_documents) == (("b.md",), 0, 2)
+    assert report.batch_id and bm25(engine, "obsoleteword") == []
+    assert engine.stats()["documents"] == 2
+    assert engine.ingest([corpus], sync=True).batch_id == ""  # nothing left to retire: no batch
+    engine.rollback()  # the sync batch
+    assert bm25(engine, "obsoleteword") == ["b.md"]
+
+
+def test_a_sync_ingest_keeps_every_path_it_is_given_and_what_failed_to_load(
+        make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    first = write_corpus(SMALL)
+    second = write_corpus({"d.md": "# Delta\n\nDelta holds deltaword.\n"}, name="second")
+    engine = make_engine()
+    engine.ingest([first, second])
+    (first / "a.md").write_bytes("caf\xe9 broken now".encode("latin-1"))  # fails to load: not gone
+    report = engine.ingest([first, second], sync=True)
+    assert report.retired_documents == () and [d.source for d in report.dead_letters] == ["a.md"]
+    assert bm25(engine, "restarts") == ["a.md"] and bm25(engine, "deltaword") == ["d.md"]
+    report = engine.ingest([second], sync=True)  # only the second folder is the corpus now
+    assert report.retired_documents == ("a.md", "b.md", "c.md")
+    assert bm25(engine, "restarts") == [] and bm25(engine, "deltaword") == ["d.md"]
+
+
+def test_a_sync_ingest_retires_nothing_when_a_failure_names_no_document(
+        make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    """A bad JSONL line could be any document: retiring the ones not seen could retire the one it was."""
+    corpus = write_corpus({**SMALL, "more.jsonl": '{"doc_id": "j1", "text": "jsonl quollword"}\n'})
+    engine = make_engine()
+    engine.ingest([corpus])
+    (corpus / "more.jsonl").write_text('{"doc_id": "j1", "text": \n', encoding="utf-8")
+    (corpus / "c.md").unlink()
+    report = engine.ingest([corpus], sync=True)
+    assert report.retired_documents == () and "more.jsonl:1" in report.sync_skipped
+    assert bm25(engine, "quollword") == ["j1"] and bm25(engine, "backups") == ["c.md"]
+
+
+def test_a_sync_ingest_of_a_missing_path_writes_nothing(make_engine: EngineFactory, write_corpus: CorpusWriter,
+                                                        tmp_path: Path) -> None:
+    corpus = write_corpus(SMALL)
+    engine = make_engine()
+    engine.ingest([corpus])
+    batches = engine.batches()
+    with pytest.raises(IngestError, match="no such file or directory"):
+        engine.ingest([tmp_path / "typo"], sync=True)
+    assert engine.batches() == batches and engine.stats()["documents"] == 3
 
 
 def test_changing_only_the_overlay_rewrites_the_document(make_engine: EngineFactory,

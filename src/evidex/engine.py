@@ -18,7 +18,7 @@ from evidex.admission.verification import Verification, VerificationLog
 from evidex.config import Config
 from evidex.embedding.cache import EmbeddingCache
 from evidex.embedding.protocol import Embedder
-from evidex.errors import BackendUnavailable, ConfigError, StoreError
+from evidex.errors import BackendUnavailable, ConfigError, IngestError, StoreError
 from evidex.evidence.plan import EvidencePlan
 from evidex.ingest.loaders import LoadFailure, iter_documents, iter_jsonl, load_file, read_jsonl_line
 from evidex.ingest.provenance import load_overlay
@@ -114,10 +114,17 @@ class Engine:
 
     # ---- ingest -------------------------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | Path], *, metadata: str | Path | None = None, label: str = "",
-               progress: Progress | None = None) -> IngestReport:
+               progress: Progress | None = None, sync: bool = False) -> IngestReport:
+        """Ingest `paths` as one batch. `sync=True`: `paths` are the whole corpus, and a document the index
+        holds that is no longer among them (its file deleted) is retired in the same batch."""
+        missing = [str(p) for p in paths if not Path(p).exists()]
+        if sync and missing:  # a mistyped path would otherwise retire everything it held
+            raise IngestError(f"no such file or directory: {', '.join(missing)} (a sync ingest retires what "
+                              "its paths no longer hold, so every path must exist)")
         overlay = load_overlay(Path(metadata)) if metadata else None
         items: Iterable[Document | LoadFailure] = (item for p in paths for item in iter_documents(Path(p)))
-        return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, record_repeats=False)
+        return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, record_repeats=False,
+                            sync=sync)
 
     def retry_dead_letters(self, *, metadata: str | Path | None = None,
                            progress: Progress | None = None) -> IngestReport:
@@ -134,14 +141,14 @@ class Engine:
         return self._ingest(items, overlay, "dead-letter retry", progress, now_loading)
 
     def _ingest(self, items: Iterable[Document | LoadFailure], overlay: Any, label: str,
-                progress: Progress | None, resolved: Sequence[str] = (), *, record_repeats: bool = True
-                ) -> IngestReport:
+                progress: Progress | None, resolved: Sequence[str] = (), *, record_repeats: bool = True,
+                sync: bool = False) -> IngestReport:
         known = self.store.dead_letters()
         return ingest(self.store, lambda: self.embedder, items, chunking=self.config.chunking,
                       families=FamilyRules.from_config(self.config.families), overlay=overlay,
                       cache=self.embedding_cache, batch_size=self.config.embedding.batch_size, label=label,
                       known_dead_letters=known, resolved_dead_letters=resolved, progress=progress,
-                      record_repeats=record_repeats)
+                      record_repeats=record_repeats, sync=sync)
 
     # ---- search -------------------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, mode: RetrievalMode = RetrievalMode.HYBRID,

@@ -172,6 +172,8 @@ class IngestReport:
     seconds: float
     # written documents with no access label or no citation URI: the default gate never admits them
     without_labels_or_citation: tuple[str, ...] = ()
+    retired_documents: tuple[str, ...] = ()  # live documents gone from the corpus of a sync ingest (doc ids)
+    sync_skipped: str = ""  # why a sync ingest retired nothing (a failure that names no document)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -187,4 +189,6 @@ class IngestReport:
             "cached": self.cached,
             "seconds": round(self.seconds, 3),
             "without_labels_or_citation": list(self.without_labels_or_citation),
+            "retired_documents": list(self.retired_documents),
+            "sync_skipped": self.sync_skipped,
         }

@@ -30,6 +30,7 @@ class LoadFailure:
     reason: str
     location: str
     path: str  # what to load again on retry
+    doc_id: str | None = None  # the document it would have been, when known (a file's id is its path)
 
 
 def iter_documents(path: Path) -> Iterator[Document | LoadFailure]:
@@ -71,9 +72,9 @@ def load_file(file: Path, source: str) -> Document | LoadFailure:
         return Document(doc_id=source, source=source, title=_stem_title(source), text=text, fmt="text",
                         origin=str(file))
     except IngestError as exc:
-        return LoadFailure(source, exc.reason, exc.location or str(file), str(file))
+        return LoadFailure(source, exc.reason, exc.location or str(file), str(file), doc_id=source)
     except OSError as exc:
-        return LoadFailure(source, f"cannot read: {exc.strerror}", str(file), str(file))
+        return LoadFailure(source, f"cannot read: {exc.strerror}", str(file), str(file), doc_id=source)
 
 
 def _markdown_document(text: str, source: str, location: str) -> Document:

@@ -88,8 +88,11 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
            chunking: ChunkingConfig, families: FamilyRules, overlay: Mapping[str, Mapping[str, Any]] | None,
            cache: EmbeddingCache | None, batch_size: int = 32, label: str = "",
            known_dead_letters: Iterable[DeadLetter] = (), resolved_dead_letters: Sequence[str] = (),
-           progress: Progress | None = None, record_repeats: bool = True) -> IngestReport:
+           progress: Progress | None = None, record_repeats: bool = True, sync: bool = False) -> IngestReport:
     """Ingest `items` as one batch. `embedder` is called only if something needs embedding.
+    `sync=True`: `items` are the whole corpus, so a live document not among them (its file deleted) is retired
+    in the same batch (a rollback restores it). A document that failed to load is not gone: it stays, and a
+    failure that names no document (a bad JSONL line) retires nothing at all.
     `record_repeats=False`: failures already on record with the same reason make no batch by themselves
     (re-running an ingest over a folder with one broken file must not leave a batch that `rollback` would
     undo instead of the last real change); they are still reported, and counted when a batch is made."""
@@ -105,10 +108,16 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     unchanged = 0
     empty = 0
     loaded_sources: set[str] = set()
+    failed_ids: set[str] = set()
+    unnamed: list[str] = []  # failures whose document is unknown
     for n, item in enumerate(items, start=1):
         if progress is not None and n % 200 == 0:
             progress("load", n, 0)
         if isinstance(item, LoadFailure):
+            if item.doc_id is None:
+                unnamed.append(item.source)
+            else:
+                failed_ids.add(item.doc_id)
             letters.append(DeadLetter(item.source, item.reason, batch_id, now, item.location, path=item.path))
             continue
         if item.doc_id in seen:
@@ -130,6 +139,15 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
                 emptied.append(DocumentWrite(doc.doc_id, doc.source, digest, (), np.zeros((0, 0), np.float32)))
             continue
         changed.append((doc, digest, doc_chunks))
+    gone: tuple[str, ...] = ()
+    sync_skipped = ""
+    if sync and unnamed:
+        more = ", ..." if len(unnamed) > 1 else ""
+        sync_skipped = (f"{len(unnamed)} failure(s) name no document ({unnamed[0]}{more}): a document that "
+                        "failed to load is not gone, so none was retired")
+    elif sync:
+        gone = tuple(sorted(d for d in existing if d not in seen and d not in failed_ids))
+        emptied += [DocumentWrite(d, "", "", (), np.zeros((0, 0), np.float32)) for d in gone]
     chunks = [c for _, _, doc_chunks in changed for c in doc_chunks]
     total = len(chunks)
     done = 0
@@ -162,11 +180,12 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         batch_id = ""  # nothing changed: no batch is recorded
     return IngestReport(
         batch_id=batch_id, documents=len(seen), added_chunks=total,
-        replaced_documents=sum(1 for d, _, _ in changed if d.doc_id in existing) + len(emptied),
+        replaced_documents=sum(1 for d, _, _ in changed if d.doc_id in existing) + len(emptied) - len(gone),
         unchanged_documents=unchanged, empty_documents=empty, dead_letters=tuple(letters), embedded=computed,
         cached=total - computed, seconds=time.perf_counter() - started,
         without_labels_or_citation=tuple(d.source for d, _, _ in changed
-                             if not d.provenance.access_labels or not d.provenance.citation_uri))
+                             if not d.provenance.access_labels or not d.provenance.citation_uri),
+        retired_documents=gone, sync_skipped=sync_skipped)
 
 
 def _with_metadata(doc: Document, overlay: Mapping[str, Mapping[str, Any]] | None,

@@ -98,6 +98,8 @@ def ingest_cmd(
     paths: Annotated[list[Path], typer.Argument(help="directories or files (markdown, text, HTML, JSONL)")],
     metadata: Annotated[Path | None, typer.Option("--metadata", help="provenance overlay (JSONL by source)")] = None,
     label: Annotated[str, typer.Option(help="a label for this batch")] = "",
+    sync: Annotated[bool, typer.Option("--sync", help="PATHS are the whole corpus: retire indexed documents "
+                                       "no longer in them (deleted files); rollback restores them")] = False,
     config: ConfigOpt = None, index: IndexOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
@@ -108,7 +110,7 @@ def ingest_cmd(
                   highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     with open_engine(config, index, create=True) as engine, progress_bar(sys.stderr.isatty() and not json_out) as bar:
-        report = run(lambda: engine.ingest(paths, metadata=metadata, label=label, progress=bar))
+        report = run(lambda: engine.ingest(paths, metadata=metadata, label=label, progress=bar, sync=sync))
         gated = _gated(engine)
     if json_out:
         out.print_json(data=report.to_dict())
@@ -117,8 +119,14 @@ def ingest_cmd(
               f"{report.added_chunks} chunks added ({report.embedded} embedded, {report.cached} from cache), "
               f"{report.replaced_documents} replaced, {report.unchanged_documents} unchanged, "
               f"{report.empty_documents} empty, "
-              f"{len(report.dead_letters)} dead letters, {report.seconds:.1f} s")
+              + (f"{len(report.retired_documents)} retired (gone), " if sync else "")
+              + f"{len(report.dead_letters)} dead letters, {report.seconds:.1f} s")
     _print_problems(report, gated)
+    if report.retired_documents:
+        shown = ", ".join(report.retired_documents[:5]) + (" ..." if len(report.retired_documents) > 5 else "")
+        out.print(f"  retired: {escape(shown)} ('evidex rollback' restores them)", highlight=False)
+    if report.sync_skipped:
+        out.print(f"  [yellow]nothing retired[/]: {escape(report.sync_skipped)}", highlight=False)
 
 
 def _gated(engine: Engine) -> bool:
