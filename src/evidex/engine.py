@@ -26,7 +26,7 @@ from evidex.ingest.run import DUPLICATE, FamilyRules, Progress, ingest
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search, shapes_from_config
 from evidex.result import ResultContext, build_result, decision_json
 from evidex.retrieval.hybrid import retrieve
-from evidex.stores.protocol import Store
+from evidex.stores.protocol import Store, model_mismatch
 from evidex.stores.sqlite import SqliteStore
 from evidex.types import (
     BatchInfo,
@@ -79,6 +79,7 @@ class Engine:
         self._embedder_lock = threading.Lock()
         self._cache: EmbeddingCache | None = None
         self._parts: PipelineParts | None = None
+        self._model_checked = False
         self._verifications: VerificationLog | None = None
 
     @classmethod
@@ -110,6 +111,11 @@ class Engine:
         return self._cache
 
     def encode_query(self, text: str) -> npt.NDArray[np.float32]:
+        if not self._model_checked:  # a query vector of another model would rank by noise, silently
+            indexed_with = self.store.embedding_model()
+            if indexed_with is not None and indexed_with != self.embedder.fingerprint:
+                raise StoreError(model_mismatch(indexed_with, self.embedder.fingerprint))
+            self._model_checked = indexed_with is not None
         return self.embedder.embed_query(text)
 
     # ---- ingest -------------------------------------------------------------------------------------
@@ -241,7 +247,8 @@ class Engine:
         return self.store.batches()
 
     def stats(self) -> dict[str, Any]:
-        return {**self.store.stats(), "config_hash": self.config.hash()}
+        return {**self.store.stats(), "embedding_model": self.store.embedding_model(),
+                "config_hash": self.config.hash()}
 
     def close(self) -> None:
         self.store.close()

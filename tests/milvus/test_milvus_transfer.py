@@ -54,7 +54,7 @@ def build_history(store: Store) -> None:
                                              make_chunk("A", 1, "alpha legacy steps", title="Alpha")],
                                             [axis(0), axis(1)], doc_hash="hA1"),
                              document([make_chunk("B", 0, "beta notes", anchor=None)], [axis(2)], doc_hash="hB"),
-                             dead_letters=[dead_letter("bad.md", "b1"), dead_letter("worse.md", "b1")]))
+                             dead_letters=[dead_letter("bad.md", "b1"), dead_letter("worse.md", "b1")], model="m1"))
     store.commit_batch(batch("b2", document([make_chunk("A", 0, "alpha intro", title="Alpha", provenance=FULL),
                                              make_chunk("A", 1, "alpha modern steps", title="Alpha",
                                                         record_id="A#1-new")],
@@ -76,6 +76,7 @@ def observe(store: Any) -> dict[str, Any]:
         "hashes": store.document_hashes(),
         "batches": store.batches(),
         "dead_letters": store.dead_letters(),
+        "embedding_model": store.embedding_model(),
         "counts": {k: stats[k] for k in ("documents", "chunks", "retired_chunks", "batches", "dead_letters",
                                          "families")},
     }
@@ -88,7 +89,7 @@ def test_sqlite_to_milvus_and_back(sqlite: SqliteStore, milvus: MilvusStore, tmp
     assert (manifest["version"], manifest["dim"], manifest["rows"], manifest["batches"]) == (FORMAT_VERSION, DIM,
                                                                                              6, 4)
     import_index(tmp_path / "from-sqlite", milvus)
-    assert observe(milvus) == want
+    assert observe(milvus) == want and want["embedding_model"] == "m1"
     assert milvus.snapshot_id() != "g0-empty" and milvus.snapshot_id().endswith("-b3")
 
     export_index(milvus, tmp_path / "from-milvus")

@@ -16,7 +16,7 @@ from evidex.testing.store_contract import axis, batch, dead_letter, document, ma
 def test_sqlite_round_trip_keeps_retired_rows_batches_and_dead_letters(tmp_path: Path) -> None:
     source = SqliteStore(tmp_path / "a")
     source.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha old")], [axis(0)]),
-                              dead_letters=[dead_letter("bad.md", "b1")]))
+                              dead_letters=[dead_letter("bad.md", "b1")], model="m1"))
     source.commit_batch(batch("b2", document([make_chunk("A", 0, "alpha new")], [axis(1)]), resolved=["bad.md"]))
     manifest = export_index(source, tmp_path / "exp")
     assert (manifest["rows"], manifest["batches"], manifest["dead_letter_events"]) == (2, 2, 2)
@@ -29,6 +29,7 @@ def test_sqlite_round_trip_keeps_retired_rows_batches_and_dead_letters(tmp_path:
         assert [c.text for c in store.get(["A#0"])] == ["alpha new"]
         assert store.dead_letters() == []
     assert target.batches() == source.batches()
+    assert target.embedding_model() == source.embedding_model() == manifest["embedding_model"] == "m1"
     assert target.check_integrity() == []
     target.rollback()  # b2's replaced chunk and resolved dead letter come back
     assert [c.text for c in target.get(["A#0"])] == ["alpha old"]

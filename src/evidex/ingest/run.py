@@ -22,11 +22,12 @@ import numpy as np
 from evidex.config import ChunkingConfig, FamilyRule
 from evidex.embedding.cache import EmbeddingCache, embed_cached
 from evidex.embedding.protocol import Embedder
+from evidex.errors import StoreError
 from evidex.ingest.chunking import chunk_text
 from evidex.ingest.loaders import LoadFailure
 from evidex.ingest.markdown import clean
 from evidex.ingest.provenance import format_time, merge
-from evidex.stores.protocol import BatchWrite, DocumentWrite, Store
+from evidex.stores.protocol import BatchWrite, DocumentWrite, Store, model_mismatch
 from evidex.types import Chunk, DeadLetter, Document, IngestReport
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -160,8 +161,14 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
 
     computed = 0
     writes: list[DocumentWrite] = list(emptied)
+    model = ""
     if chunks:
-        vectors, computed = embed_cached(embedder(), [embedding_text(c) for c in chunks], cache,
+        model_used = embedder()
+        model = model_used.fingerprint
+        indexed_with = store.embedding_model()
+        if indexed_with is not None and indexed_with != model:  # before minutes of embedding, not at the commit
+            raise StoreError(model_mismatch(indexed_with, model))
+        vectors, computed = embed_cached(model_used, [embedding_text(c) for c in chunks], cache,
                                          batch_size=batch_size, on_progress=step)
         offset = 0
         for doc, digest, doc_chunks in changed:
@@ -175,7 +182,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     on_record = {(d.source, d.reason) for d in known_dead_letters}
     news = letters if record_repeats else [d for d in letters if (d.source, d.reason) not in on_record]
     if writes or news or resolved:
-        store.commit_batch(BatchWrite(batch_id, label, tuple(writes), unchanged, tuple(letters), resolved))
+        store.commit_batch(BatchWrite(batch_id, label, tuple(writes), unchanged, tuple(letters), resolved, model))
     else:
         batch_id = ""  # nothing changed: no batch is recorded
     return IngestReport(

@@ -46,7 +46,7 @@ import numpy.typing as npt
 from evidex.errors import BackendUnavailable, ConfigError, StoreError
 from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import STOPWORDS
-from evidex.stores.protocol import BatchWrite
+from evidex.stores.protocol import BatchWrite, model_mismatch
 from evidex.stores.rows import chunk_from_row
 from evidex.stores.transfer import DeadLetterEvent, IndexLog, StoredRow
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
@@ -378,6 +378,11 @@ class MilvusStore:
         with self._lock:
             state = self._writable_state()
             self._check_batch(batch)
+            if batch.embedding_model and any(d.chunks for d in batch.documents):
+                have = state.get("embedding_model")
+                if have and have != batch.embedding_model:
+                    raise StoreError(model_mismatch(have, batch.embedding_model))
+                state = {**state, "embedding_model": have or batch.embedding_model}
             added = sum(len(d.chunks) for d in batch.documents)
             doc_ids = [d.doc_id for d in batch.documents]
             old = self._query_in("doc_id", doc_ids, 'retired_by == ""', _ROW_FIELDS, paged=True)
@@ -513,6 +518,10 @@ class MilvusStore:
             return touched
 
     # ---- reads ------------------------------------------------------------------------------------------
+    def embedding_model(self) -> str | None:
+        model = self._state().get("embedding_model")
+        return str(model) if model else None
+
     def document_hashes(self) -> dict[str, str]:
         return {r["doc_id"]: r["doc_hash"] for r in self._scan(self.collection, 'retired_by == ""',
                                                                 ["doc_id", "doc_hash"])}
@@ -675,7 +684,9 @@ class MilvusStore:
 
     def export_log(self) -> IndexLog:
         writing = bool(self._batch_rows('kind == "batch" and status in ["pending", "rolling-back"]'))
-        return IndexLog(tuple(self.batches()), tuple(self._events()), int(self._state()["generation"]), writing)
+        state = self._state()
+        return IndexLog(tuple(self.batches()), tuple(self._events()), int(state["generation"]), writing,
+                        state.get("embedding_model") or None)
 
     def import_rows(self, rows: Iterable[StoredRow], log: IndexLog) -> None:
         with self._lock:
@@ -715,4 +726,4 @@ class MilvusStore:
             committed = [b.batch_id for b in log.batches if b.status == "committed"]
             self._put_state({"schema": SCHEMA_VERSION, "seq": seq, "importing": False,
                              "generation": max(int(state["generation"]), log.generation) + 1,
-                             "last": committed[-1] if committed else None})
+                             "last": committed[-1] if committed else None, "embedding_model": log.embedding_model})

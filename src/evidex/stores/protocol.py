@@ -34,6 +34,7 @@ class BatchWrite:
     unchanged: int
     dead_letters: tuple[DeadLetter, ...]
     resolved_dead_letters: tuple[str, ...] = ()  # sources that now loaded fine
+    embedding_model: str = ""  # the fingerprint of the embedder that made its vectors ("" when it has none)
 
 
 class Store(Protocol):
@@ -43,6 +44,12 @@ class Store(Protocol):
 
     def rollback(self, batch_id: str | None = None) -> BatchInfo:
         """Undo the last committed batch (or `batch_id`) atomically; restores the chunks it replaced."""
+        ...
+
+    def embedding_model(self) -> str | None:
+        """The fingerprint of the embedder whose vectors the index holds: set by the first batch with vectors,
+        and a batch from another embedder is refused (vectors of two models cannot be compared, even at the
+        same dimension). None until then, and for an index written before evidex recorded it."""
         ...
 
     def document_hashes(self) -> dict[str, str]:
@@ -78,3 +85,9 @@ class Store(Protocol):
 
     def close(self) -> None:
         ...
+
+
+def model_mismatch(index_model: str, other: str) -> str:
+    """The error for vectors of another embedder than the index's (one message for ingest and queries)."""
+    return (f"this index holds vectors of the embedder {index_model}, and {other} is configured: vectors of two "
+            "models cannot be compared. Configure [embedding] as the index was built, or ingest into a new index")

@@ -25,7 +25,7 @@ from evidex.errors import StoreError
 from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import fts_query
 from evidex.stores.dense import DenseIndex
-from evidex.stores.protocol import BatchWrite
+from evidex.stores.protocol import BatchWrite, model_mismatch
 from evidex.stores.rows import chunk_from_row
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
@@ -169,6 +169,7 @@ class SqliteStore:
             try:
                 replaced = 0
                 self._check_dimension(batch)
+                self._record_model(batch)
                 for doc in batch.documents:
                     old = [r[0] for r in self._db.execute(
                         "SELECT rowid FROM records WHERE doc_id=? AND retired_by IS NULL", (doc.doc_id,))]
@@ -218,6 +219,21 @@ class SqliteStore:
                                  "ones: the embedding model changed. Ingest into a new index (or export/import "
                                  "after re-embedding)")
             have = dim
+
+    def embedding_model(self) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key='embedding_model'").fetchone()
+        return None if row is None else str(row[0])
+
+    def _record_model(self, batch: BatchWrite) -> None:
+        """The first batch with vectors names the index's embedder; a batch from another one is refused."""
+        if not batch.embedding_model or not any(d.chunks for d in batch.documents):
+            return
+        row = self._db.execute("SELECT value FROM meta WHERE key='embedding_model'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO meta VALUES ('embedding_model', ?)", (batch.embedding_model,))
+        elif row[0] != batch.embedding_model:
+            raise StoreError(model_mismatch(row[0], batch.embedding_model))
 
     def _retire(self, rowids: Sequence[int], batch_id: str) -> None:
         for rowid in rowids:

@@ -66,6 +66,7 @@ class IndexLog:
     events: tuple[DeadLetterEvent, ...]
     generation: int
     writing: bool = False  # a batch is being written or rolled back (a store whose writes are not one transaction)
+    embedding_model: str | None = None  # the fingerprint of the embedder of its vectors (Store.embedding_model)
 
 
 @runtime_checkable
@@ -127,7 +128,8 @@ def export_index(store: object, path: Path) -> dict[str, Any]:
     _write_jsonl(partial / "dead_letter_events.jsonl", (_event_to_json(e) for e in log.events))
     manifest = {"format": FORMAT, "version": FORMAT_VERSION, "dim": dim, "rows": len(vectors),
                 "batches": len(log.batches), "dead_letter_events": len(log.events),
-                "generation": log.generation, "exported_from": type(store).__name__,
+                "generation": log.generation, "embedding_model": log.embedding_model,
+                "exported_from": type(store).__name__,
                 "exported_at": format_time(datetime.now(UTC))}
     (partial / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     partial.rename(path)
@@ -151,7 +153,7 @@ def import_index(path: Path, store: object) -> dict[str, Any]:
         raise StoreError(f"{path}/vectors.npy has {vectors.shape[0]} rows, the manifest says {manifest['rows']}")
     log = IndexLog(batches=tuple(_batch_from_json(d) for d in _read_jsonl(path / "batches.jsonl")),
                    events=tuple(_event_from_json(d) for d in _read_jsonl(path / "dead_letter_events.jsonl")),
-                   generation=int(manifest.get("generation", 0)))
+                   generation=int(manifest.get("generation", 0)), embedding_model=manifest.get("embedding_model"))
 
     def rows() -> Iterator[StoredRow]:
         n = 0
@@ -281,9 +283,10 @@ class SqliteTransfer:
                                 location=r["location"], path=r["path"])
                 for r in db.execute("SELECT * FROM dead_letter_events ORDER BY seq"))
             generation = int(db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+            model = db.execute("SELECT value FROM meta WHERE key='embedding_model'").fetchone()
         finally:
             db.close()
-        return IndexLog(batches, events, generation)
+        return IndexLog(batches, events, generation, embedding_model=None if model is None else model[0])
 
     def import_rows(self, rows: Iterable[StoredRow], log: IndexLog) -> None:
         db = self._connect()
@@ -308,6 +311,8 @@ class SqliteTransfer:
                         (e.source, e.kind, e.reason, e.location, e.path, e.batch_id, format_time(e.at)))
                 db.execute("UPDATE meta SET value = CAST(MAX(CAST(value AS INTEGER), ?) + 1 AS TEXT) "
                            "WHERE key='generation'", (log.generation,))
+                if log.embedding_model:
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?)", (log.embedding_model,))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")

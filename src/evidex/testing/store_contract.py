@@ -73,9 +73,9 @@ def document(chunks: Sequence[Chunk], vectors: Sequence[Vector],
 
 
 def batch(batch_id: str, *documents: DocumentWrite, dead_letters: Sequence[DeadLetter] = (),
-          resolved: Sequence[str] = (), unchanged: int = 0, label: str = "") -> BatchWrite:
+          resolved: Sequence[str] = (), unchanged: int = 0, label: str = "", model: str = "") -> BatchWrite:
     return BatchWrite(batch_id, label or f"label of {batch_id}", tuple(documents), unchanged,
-                      tuple(dead_letters), tuple(resolved))
+                      tuple(dead_letters), tuple(resolved), model)
 
 
 def as_committed(chunk: Chunk, batch_id: str) -> Chunk:
@@ -183,6 +183,20 @@ class StoreContract:
         assert store.batches() == []
         assert store.dead_letters() == []
         assert isinstance(store.snapshot_id(), str)
+
+    def test_the_first_batch_with_vectors_names_the_embedder_and_another_is_refused(self, store: Store) -> None:
+        chunks, vectors = self.corpus()
+        assert store.embedding_model() is None
+        store.commit_batch(batch("b0", dead_letters=[DeadLetter("x.md", "broken", "b0", T0, "x.md")], model="m2"))
+        assert store.embedding_model() is None  # no vectors, no model
+        store.commit_batch(batch("b1", document([chunks[0]], [vectors[0]]), model="m1"))
+        assert store.embedding_model() == "m1"
+        snapshot = store.snapshot_id()
+        with pytest.raises(StoreError, match="embedder m1, and m2 is configured"):
+            store.commit_batch(batch("b2", document([chunks[1]], [vectors[1]]), model="m2"))
+        assert store.snapshot_id() == snapshot and [c.doc_id for c in store.get([chunks[1].record_id])] == []
+        store.commit_batch(batch("b3", document([chunks[1]], [vectors[1]]), model="m1"))
+        assert store.embedding_model() == "m1"
 
     # ---- commit and read back --------------------------------------------------------------------------
     def test_commit_then_get_round_trips_every_field(self, store: Store) -> None:
