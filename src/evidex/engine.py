@@ -218,6 +218,7 @@ class Engine:
         ctx = ResultContext(snapshot_id=self.store.snapshot_id(), config_hash=self.config.hash(),
                             embedding_model=self.embedder.fingerprint, chunk_size=self.config.chunking.max_chars,
                             visibility=visibility, requery_threshold=self.config.evidence.requery_threshold,
+                            min_question_words=self.config.evidence.min_question_words,
                             default_owner=self.config.gate.default_owner or None)
         return build_result(outcome, ctx, verified)
 

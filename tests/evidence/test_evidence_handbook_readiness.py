@@ -371,3 +371,16 @@ def test_a_question_none_of_whose_words_occur_in_the_evidence_is_sent_back(engin
     rec = ask(engine, "Berlin")["decision"]["recommendation"]
     assert rec["action"] == "re-query" and "none of the question's words" in rec["reason"]
     assert ask(engine, ROTATION_QUESTION)["decision"]["recommendation"]["action"] == "proceed"
+
+
+def test_a_question_most_of_whose_words_are_in_no_evidence_is_sent_back_naming_them(engine: Engine) -> None:
+    """A one-clause question plans no aspect, so its coverage was a vacuous 1.00: "configure" found on some
+    page carried an off-topic question to proceed. Most of its words in no evidence now means re-query, with
+    the missing words as the focus."""
+    result = ask(engine, "How should I configure my team's holiday calendar?")
+    assert result["plan"]["families"] == [] and result["signals"]["coverage"]["ratio"] == 1.0
+    rec = result["decision"]["recommendation"]
+    assert rec["action"] == "re-query" and rec["reason"].startswith("only 1 of the question's 4 words occurs")
+    assert rec["focus"] == ["configure holiday calendar"]
+    on_topic = ask(engine, "How do I rotate the database password for the checkout service?")
+    assert on_topic["decision"]["recommendation"]["action"] == "proceed"

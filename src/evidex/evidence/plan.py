@@ -50,9 +50,20 @@ _POSSESSIVE = re.compile(r"['’]s$")
 
 def terms(text: str) -> tuple[str, ...]:
     """Distinct stemmed content terms of `text`, in order (possessive 's dropped)."""
-    words = (_POSSESSIVE.sub("", w.lower()) for w in _WORD.findall(text))
-    out = (stem(w) for w in words if w not in STOPWORDS)
-    return tuple(dict.fromkeys(t for t in out if t))
+    return tuple(term for _, term in content_words(text))
+
+
+def content_words(text: str) -> list[tuple[str, str]]:
+    """(word as written, its term) for the first occurrence of each content term of `text`, in order."""
+    seen: dict[str, str] = {}
+    for word in _WORD.findall(text):
+        lower = _POSSESSIVE.sub("", word.lower())
+        if lower in STOPWORDS:
+            continue
+        term = stem(lower)
+        if term and term not in seen:
+            seen[term] = _POSSESSIVE.sub("", word)
+    return [(word, term) for term, word in seen.items()]
 
 
 _TERM_CACHE: dict[tuple[str, str, str, str], tuple[frozenset[str], frozenset[str]]] = {}

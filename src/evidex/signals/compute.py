@@ -15,7 +15,14 @@ from urllib.parse import urlparse
 
 from evidex.evidence.bridge import bare_title, titled
 from evidex.evidence.grade import Grade
-from evidex.evidence.plan import RequiredFamily, chunk_terms, described_entities, described_phrases, terms
+from evidex.evidence.plan import (
+    RequiredFamily,
+    chunk_terms,
+    content_words,
+    described_entities,
+    described_phrases,
+    terms,
+)
 from evidex.pipeline import SearchOutcome
 from evidex.rerank.fused import exact_tokens
 from evidex.types import Candidate
@@ -243,23 +250,33 @@ def next_step_owner(outcome: SearchOutcome, fallback: str | None) -> str | None:
 
 
 NO_SEARCHABLE_WORDS = "the question has no searchable words (only stopwords or punctuation): rephrase it"
-NO_WORD_IN_EVIDENCE = "none of the question's words occurs in the evidence: it may be off-topic for this index"
 
 
-def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float,
+def off_topic(found: int, asked: int) -> str:
+    what = "none of the question's words occurs" if found == 0 else \
+        f"only {found} of the question's {asked} words occur{'s' if found == 1 else ''}"
+    return f"{what} in the evidence: it may be off-topic for this index"
+
+
+def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, min_question_words: float,
               default_owner: str | None) -> Recommendation:
     if is_stop(outcome):
         return Recommendation("stop", STOP_CONDITION, owner=next_step_owner(outcome, default_owner))
     query = f"{outcome.request.query} {outcome.request.aspect_focus or ''}"
-    asked = set(terms(query))
+    asked = content_words(query)
     if outcome.plan.source.value != "caller":
         if not asked and not exact_tokens(query):
             # Only stopwords or punctuation: whatever came back matched nothing the question says.
             return Recommendation("re-query", NO_SEARCHABLE_WORDS)
-        if outcome.context and not any(asked & chunk_terms(c.chunk)[0] for c in outcome.context):
-            # Not one of the question's words in any evidence ("Berlin" against an engineering handbook):
-            # the dense neighbours of an off-topic question are not an answer to it.
-            return Recommendation("re-query", NO_WORD_IN_EVIDENCE)
+        found = set().union(*(chunk_terms(c.chunk)[0] for c in outcome.context))
+        missing = [word for word, term in asked if term not in found]
+        if outcome.context and asked and (len(asked) - len(missing)) / len(asked) < min_question_words:
+            # Most of what the question says is in no evidence ("how do I file an expense report for travel?"
+            # against an engineering handbook): the dense neighbours of an off-topic question are not an
+            # answer to it. On the development sets' own indexes this holds for at most 2% of the questions;
+            # asked against another set's index, for 75-87%.
+            return Recommendation("re-query", off_topic(len(asked) - len(missing), len(asked)),
+                                  focus=(" ".join(missing),))
     declared = outcome.plan.source.value in ("caller", "shape")
     if cov["families_found_but_rejected"] and declared:
         # Required evidence exists but this requester may not use it (restricted, expired, uncitable):
