@@ -395,6 +395,21 @@ def test_a_sync_ingest_keeps_every_path_it_is_given_and_what_failed_to_load(
     assert bm25(engine, "restarts") == [] and bm25(engine, "deltaword") == ["d.md"]
 
 
+def test_a_sync_ingest_drops_the_dead_letter_of_a_deleted_file(make_engine: EngineFactory,
+                                                               write_corpus: CorpusWriter) -> None:
+    corpus = write_corpus({**SMALL, "broken.md": b"binary\x00 blob"})
+    other = write_corpus({"x.md": b"\x00"}, name="other")
+    engine = make_engine()
+    engine.ingest([corpus, other])
+    assert {d.source for d in engine.dead_letters()} == {"broken.md", "x.md"}
+    (corpus / "broken.md").unlink()
+    (other / "x.md").unlink()
+    engine.ingest([corpus])  # a plain ingest keeps every letter
+    assert {d.source for d in engine.dead_letters()} == {"broken.md", "x.md"}
+    engine.ingest([corpus], sync=True)  # nothing is left to retry under the synced path; 'other' is not synced
+    assert {d.source for d in engine.dead_letters()} == {"x.md"}
+
+
 def test_a_sync_ingest_retires_nothing_when_a_failure_names_no_document(
         make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
     """A bad JSONL line could be any document: retiring the ones not seen could retire the one it was."""

@@ -129,8 +129,9 @@ class Engine:
                               "its paths no longer hold, so every path must exist)")
         overlay = load_overlay(Path(metadata)) if metadata else None
         items: Iterable[Document | LoadFailure] = (item for p in paths for item in iter_documents(Path(p)))
-        return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, record_repeats=False,
-                            sync=sync)
+        gone = _gone_letters(self.store.dead_letters(), paths) if sync else []
+        return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, gone,
+                            record_repeats=False, sync=sync)
 
     def retry_dead_letters(self, *, metadata: str | Path | None = None,
                            progress: Progress | None = None) -> IngestReport:
@@ -276,6 +277,19 @@ def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
     if letter.reason.startswith(DUPLICATE):
         source = source.removesuffix(f"@{letter.location}")
     return [load_file(Path(path), source)]
+
+
+def _gone_letters(letters: Sequence[DeadLetter], roots: Sequence[str | Path]) -> list[str]:
+    """The dead letters of files deleted from under `roots` (a sync ingest's corpus): nothing is left to retry."""
+    under = [Path(r).absolute() for r in roots]
+    out = []
+    for letter in letters:
+        path = letter.path or letter.location
+        file, _, line = path.rpartition(":")
+        target = Path(file if file and line.isdigit() else path)
+        if target.is_absolute() and not target.exists() and any(r == target or r in target.parents for r in under):
+            out.append(letter.source)
+    return out
 
 
 def _still_duplicate(item: Document | LoadFailure, letter: DeadLetter, live: set[str]) -> Document | LoadFailure:
