@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -410,6 +412,31 @@ def test_a_sync_ingest_drops_the_dead_letter_of_a_deleted_file(make_engine: Engi
     assert {d.source for d in engine.dead_letters()} == {"x.md"}
 
 
+def test_a_directory_that_cannot_be_listed_is_a_dead_letter_and_a_sync_retires_nothing(
+        make_engine: EngineFactory, write_corpus: CorpusWriter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Path.rglob skipped an unreadable directory without a word, so a sync retired every document in it.
+    (The test runs as root, which may list anything: the refusal is the operating system's, simulated.)"""
+    corpus = write_corpus({**SMALL, "sub/d.md": "# Delta\n\nDelta holds deltaword.\n"})
+    engine = make_engine()
+    engine.ingest([corpus])
+    listing = os.scandir
+
+    def refuse(path: Any = ".") -> Any:
+        if Path(path) == corpus / "sub":
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path)
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    report = engine.ingest([corpus], sync=True)
+    assert report.retired_documents == () and "sub/" in report.sync_skipped
+    assert [(d.source, d.reason) for d in engine.dead_letters()] == [
+        ("sub/", "cannot list the directory: Permission denied")]
+    assert bm25(engine, "deltaword") == ["sub/d.md"]
+    monkeypatch.setattr(os, "scandir", listing)
+    engine.retry_dead_letters()  # listed now: the letter resolves, its documents keep their ids
+    assert engine.dead_letters() == [] and bm25(engine, "deltaword") == ["sub/d.md"]
+
+
 def test_a_sync_ingest_retires_nothing_when_a_failure_names_no_document(
         make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
     """A bad JSONL line could be any document: retiring the ones not seen could retire the one it was."""
@@ -423,7 +450,7 @@ def test_a_sync_ingest_retires_nothing_when_a_failure_names_no_document(
     assert bm25(engine, "quollword") == ["j1"] and bm25(engine, "backups") == ["c.md"]
 
 
-def test_a_sync_ingest_of_a_missing_path_writes_nothing(make_engine: EngineFactory, write_corpus: CorpusWriter,
+def test_a_sync_ingest_of_a_missing_or_empty_path_writes_nothing(make_engine: EngineFactory, write_corpus: CorpusWriter,
                                                         tmp_path: Path) -> None:
     corpus = write_corpus(SMALL)
     engine = make_engine()
@@ -431,6 +458,9 @@ def test_a_sync_ingest_of_a_missing_path_writes_nothing(make_engine: EngineFacto
     batches = engine.batches()
     with pytest.raises(IngestError, match="no such file or directory"):
         engine.ingest([tmp_path / "typo"], sync=True)
+    (tmp_path / "unmounted").mkdir()
+    with pytest.raises(IngestError, match="unmounted holds no documents"):
+        engine.ingest([corpus, tmp_path / "unmounted"], sync=True)
     assert engine.batches() == batches and engine.stats()["documents"] == 3
 
 

@@ -82,7 +82,7 @@ class EvidenceConfig:
     cross_encoder_top_n: int = 30
     cross_encoder_device: str = "cpu"  # cpu | cuda | cuda:N (sentence-transformers cross-encoders only)
     requery_threshold: float = 0.7  # coverage below this recommends re-query
-    min_question_words: float = 0.5  # evidence holding a smaller share of the question's words: re-query (off-topic)
+    min_question_word_share: float = 0.5  # evidence holding less of the question's words: re-query (off-topic)
     grade_correct: float = 0.55
     grade_incorrect: float = 0.15
 
@@ -287,7 +287,7 @@ def _validate(name: str, section: Any) -> None:
         check_device("evidence.cross_encoder_device", section.cross_encoder_device)
         if min(section.pool_size, section.wide_limit, section.max_aspects + 1) < 1:
             raise ConfigError("config keys 'evidence.pool_size' and 'evidence.wide_limit' must be >= 1")
-        for key in ("requery_threshold", "min_question_words"):
+        for key in ("requery_threshold", "min_question_word_share"):
             if not 0 <= getattr(section, key) <= 1:
                 raise ConfigError(f"config key 'evidence.{key}' must be between 0 and 1")
     if isinstance(section, IndexConfig) and section.backend not in {"sqlite", "milvus"}:

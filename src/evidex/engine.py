@@ -26,7 +26,7 @@ from evidex.ingest.run import DUPLICATE, FamilyRules, Progress, ingest
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search, shapes_from_config
 from evidex.result import ResultContext, build_result, decision_json
 from evidex.retrieval.hybrid import retrieve
-from evidex.stores.protocol import Store, model_mismatch
+from evidex.stores.protocol import Store, describe_model_mismatch
 from evidex.stores.sqlite import SqliteStore
 from evidex.types import (
     BatchInfo,
@@ -114,7 +114,7 @@ class Engine:
         if not self._model_checked:  # a query vector of another model would rank by noise, silently
             indexed_with = self.store.embedding_model()
             if indexed_with is not None and indexed_with != self.embedder.fingerprint:
-                raise StoreError(model_mismatch(indexed_with, self.embedder.fingerprint))
+                raise StoreError(describe_model_mismatch(indexed_with, self.embedder.fingerprint))
             self._model_checked = indexed_with is not None
         return self.embedder.embed_query(text)
 
@@ -127,6 +127,10 @@ class Engine:
         if sync and missing:  # a mistyped path would otherwise retire everything it held
             raise IngestError(f"no such file or directory: {', '.join(missing)} (a sync ingest retires what "
                               "its paths no longer hold, so every path must exist)")
+        empty = [str(p) for p in paths if sync and next(iter_documents(Path(p)), None) is None]
+        if empty:  # an unmounted or emptied folder: retiring everything it held is more likely a mistake
+            raise IngestError(f"{', '.join(empty)} holds no documents: a sync would retire everything indexed "
+                              "from it. Ingest without --sync (or leave the path out) if that is what you want")
         overlay = load_overlay(Path(metadata)) if metadata else None
         items: Iterable[Document | LoadFailure] = (item for p in paths for item in iter_documents(Path(p)))
         gone = _gone_letters(self.store.dead_letters(), paths) if sync else []
@@ -219,7 +223,7 @@ class Engine:
         ctx = ResultContext(snapshot_id=self.store.snapshot_id(), config_hash=self.config.hash(),
                             embedding_model=self.embedder.fingerprint, chunk_size=self.config.chunking.max_chars,
                             visibility=visibility, requery_threshold=self.config.evidence.requery_threshold,
-                            min_question_words=self.config.evidence.min_question_words,
+                            min_question_word_share=self.config.evidence.min_question_word_share,
                             default_owner=self.config.gate.default_owner or None)
         return build_result(outcome, ctx, verified)
 
@@ -265,14 +269,18 @@ class Engine:
 
 
 def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
-    """What a dead letter names, loaded again: one JSONL line, a whole JSONL file that could not be read,
-    or one file (a duplicate under the source it had, not the letter's "source@path" name)."""
+    """What a dead letter names, loaded again: one JSONL line, a whole JSONL file that could not be read, a
+    directory that could not be listed, or one file (a duplicate under the source it had, not the letter's
+    "source@path" name)."""
     path = letter.path or letter.location
     file, _, line = path.rpartition(":")
     if file and line.isdigit() and file.endswith(".jsonl"):
         return [read_jsonl_line(Path(file), int(line), letter.source.rpartition(":")[0])]
     if path.endswith(".jsonl"):  # the file could not be read at all: every line of it, now
         return list(iter_jsonl(Path(path), letter.source))
+    if letter.source.endswith("/"):  # a directory that could not be listed ("sub/", or "./" for the one given)
+        under = letter.source.rstrip("/")
+        return list(iter_documents(Path(path), root=Path(path if under == "." else path.removesuffix(under))))
     source = letter.source
     if letter.reason.startswith(DUPLICATE):
         source = source.removesuffix(f"@{letter.location}")

@@ -34,7 +34,7 @@ class ResultContext:
     chunk_size: int
     visibility: RejectionVisibility
     requery_threshold: float = 0.7
-    min_question_words: float = 0.5
+    min_question_word_share: float = 0.5
     default_owner: str | None = None
 
 
@@ -89,7 +89,7 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
                          "chunks": [_chunk(c, outcome, verifications) for c in group]})
     nest = nesting(outcome)  # both the coverage and the confidence features read it
     cov = coverage(outcome, nest)
-    rec = recommend(outcome, cov, threshold=ctx.requery_threshold, min_question_words=ctx.min_question_words,
+    rec = recommend(outcome, cov, threshold=ctx.requery_threshold, min_question_word_share=ctx.min_question_word_share,
                     default_owner=ctx.default_owner)
     feats = features(outcome, nest)
     gate = outcome.gate

@@ -37,7 +37,7 @@ def test_another_embedder_can_neither_add_to_nor_query_an_index(tmp_path: Path, 
         assert other.batches() == batches
         with pytest.raises(StoreError, match="vectors of two models cannot be compared"):
             other.run(SearchRequest("when does alpha restart?"))
-        # What needs no query vector still works: BM25 search, stats, rollback.
+        # Plain BM25 search needs no query vector and still works (the pipeline embeds every question).
         assert [c.chunk.source for c in other.search("restarts", mode=RetrievalMode.BM25)] == ["a.md"]
     with Engine.open(config, embedder=embedder) as same:
         assert same.ingest([corpus]).added_chunks == 1

@@ -384,3 +384,11 @@ def test_a_question_most_of_whose_words_are_in_no_evidence_is_sent_back_naming_t
     assert rec["focus"] == ["configure holiday calendar"]
     on_topic = ask(engine, "How do I rotate the database password for the checkout service?")
     assert on_topic["decision"]["recommendation"]["action"] == "proceed"
+
+
+def test_an_identifier_counts_as_found_only_verbatim(engine: Engine) -> None:
+    """An error code whose pieces occur apart ("VL", "LEASE", "REVOKED") is not in the evidence; one that
+    occurs whole is. The focus keeps it whole."""
+    assert ask(engine, "VL_LEASE_EXPIRED")["decision"]["recommendation"]["action"] == "proceed"
+    rec = ask(engine, "VL_LEASE_REVOKED")["decision"]["recommendation"]
+    assert rec["action"] == "re-query" and rec["focus"] == ["VL_LEASE_REVOKED"]

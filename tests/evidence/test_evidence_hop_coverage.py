@@ -28,7 +28,7 @@ def _coverage(tmp_path: Path, corpus: list, question: str = CHAINED) -> tuple[di
         parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
         outcome = run_search(parts, SearchRequest(question, mode=RetrievalMode.BM25))
         cov = coverage(outcome)
-        return cov, recommend(outcome, cov, threshold=0.7, min_question_words=0.5, default_owner=None)
+        return cov, recommend(outcome, cov, threshold=0.7, min_question_word_share=0.5, default_owner=None)
     finally:
         store.close()
 
@@ -62,7 +62,7 @@ def test_a_relative_clause_without_a_named_start_is_no_hop(tmp_path: Path) -> No
     assert outcome.plan.chained and not outcome.plan.aspects
     cov = coverage(outcome)
     assert HOP_ASPECT not in cov["aspects_missing"] + cov["aspects_covered"]
-    assert recommend(outcome, cov, threshold=0.7, min_question_words=0.5, default_owner=None).action == "proceed"
+    assert recommend(outcome, cov, threshold=0.7, min_question_word_share=0.5, default_owner=None).action == "proceed"
 
 
 @pytest.mark.parametrize(("question", "described"), [

@@ -6,6 +6,7 @@ One Milvus Lite server per module (it starts in ~1 s); every test gets its own p
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import sys
 from collections.abc import Callable, Iterator
@@ -297,6 +298,28 @@ def test_every_crash_point_of_a_rollback_completes_on_open(open_store: Callable[
                 store.rollback()
         reopened = open_store(store.collection)
         assert observe(reopened) == (committed if k == 0 else rolled_back), f"crash before write {k + 1}"
+
+
+def test_a_first_batch_that_dies_before_its_commit_point_names_no_embedder(
+        open_store: Callable[..., MilvusStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedder is recorded at the commit point only: a first batch undone by repair leaves an empty index
+    that any embedder may start (it had refused another one, claiming vectors it did not hold)."""
+    def named_batch() -> Any:
+        return dataclasses.replace(second_batch(), embedding_model="m1")
+
+    reference = open_store()
+    with monkeypatch.context() as patch:
+        writes = record_writes(reference, patch)
+        reference.commit_batch(named_batch())
+    commit_point = next(n for n, w in enumerate(writes) if is_status(w, "committed"))
+    for k in range(len(writes)):
+        store = open_store()
+        with monkeypatch.context() as patch:
+            crash_after(store, k, patch)
+            with pytest.raises(Crash):
+                store.commit_batch(named_batch())
+        reopened = open_store(store.collection)
+        assert reopened.embedding_model() == (None if k <= commit_point else "m1"), f"crash before write {k + 1}"
 
 
 def test_a_failed_write_is_undone_at_once(open_store: Callable[..., MilvusStore],

@@ -45,7 +45,7 @@ def stem(token: str) -> str:
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
 
-_POSSESSIVE = re.compile(r"['’]s$")
+_POSSESSIVE = re.compile(r"['’]s$", re.I)
 
 
 def terms(text: str) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ the reason, and goes on. The ingest run turns failures into dead letters.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -33,17 +34,23 @@ class LoadFailure:
     doc_id: str | None = None  # the document it would have been, when known (a file's id is its path)
 
 
-def iter_documents(path: Path) -> Iterator[Document | LoadFailure]:
-    """Documents under `path`: a directory (walked in sorted order) or a single file. Paths are made absolute,
-    so a dead letter can be retried from any working directory."""
+def iter_documents(path: Path, root: Path | None = None) -> Iterator[Document | LoadFailure]:
+    """Documents under `path`: a directory (walked in sorted order) or a single file. A directory's documents
+    are named by their path under `root` (default: `path`). Paths are made absolute, so a dead letter can be
+    retried from any working directory."""
     path = path.absolute()
     if path.is_dir():
-        for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        root = (root or path).absolute()
+        files, unlisted = _walk(path)
+        for folder, reason in unlisted:  # its documents are not gone, only unseen: a sync must retire nothing
+            yield LoadFailure(f"{folder.relative_to(root).as_posix()}/", f"cannot list the directory: {reason}",
+                              str(folder), str(folder))
+        for file in files:
             suffix = file.suffix.lower()
             if suffix in MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES:
-                yield load_file(file, file.relative_to(path).as_posix())
+                yield load_file(file, file.relative_to(root).as_posix())
             elif suffix in JSONL_SUFFIXES:
-                yield from iter_jsonl(file, file.relative_to(path).as_posix())
+                yield from iter_jsonl(file, file.relative_to(root).as_posix())
     elif path.is_file():
         if path.suffix.lower() in JSONL_SUFFIXES:  # its letters by full path: two files given may share a name
             yield from iter_jsonl(path, str(path))
@@ -51,6 +58,20 @@ def iter_documents(path: Path) -> Iterator[Document | LoadFailure]:
             yield load_file(path, path.name)
     else:
         yield LoadFailure(str(path), "no such file or directory", str(path), str(path))
+
+
+def _walk(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The files under `root` in sorted order (symlinked directories are not followed), and the directories
+    that could not be listed with the reason (Path.rglob skips those silently)."""
+    files: list[Path] = []
+    unlisted: list[tuple[Path, str]] = []
+
+    def failed(exc: OSError) -> None:
+        unlisted.append((Path(exc.filename), exc.strerror or str(exc)))
+
+    for folder, _, names in os.walk(root, onerror=failed):
+        files.extend(Path(folder) / n for n in names if (Path(folder) / n).is_file())
+    return sorted(files), sorted(unlisted)
 
 
 def load_file(file: Path, source: str) -> Document | LoadFailure:

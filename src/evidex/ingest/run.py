@@ -27,7 +27,7 @@ from evidex.ingest.chunking import chunk_text
 from evidex.ingest.loaders import LoadFailure
 from evidex.ingest.markdown import clean
 from evidex.ingest.provenance import format_time, merge
-from evidex.stores.protocol import BatchWrite, DocumentWrite, Store, model_mismatch
+from evidex.stores.protocol import BatchWrite, DocumentWrite, Store, describe_model_mismatch
 from evidex.types import Chunk, DeadLetter, Document, IngestReport
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -167,7 +167,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         model = model_used.fingerprint
         indexed_with = store.embedding_model()
         if indexed_with is not None and indexed_with != model:  # before minutes of embedding, not at the commit
-            raise StoreError(model_mismatch(indexed_with, model))
+            raise StoreError(describe_model_mismatch(indexed_with, model))
         vectors, computed = embed_cached(model_used, [embedding_text(c) for c in chunks], cache,
                                          batch_size=batch_size, on_progress=step)
         offset = 0

@@ -46,7 +46,7 @@ import numpy.typing as npt
 from evidex.errors import BackendUnavailable, ConfigError, StoreError
 from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import STOPWORDS
-from evidex.stores.protocol import BatchWrite, model_mismatch
+from evidex.stores.protocol import BatchWrite, describe_model_mismatch
 from evidex.stores.rows import chunk_from_row
 from evidex.stores.transfer import DeadLetterEvent, IndexLog, StoredRow
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
@@ -334,10 +334,11 @@ class MilvusStore:
     def _put_meta(self, rows: list[dict[str, Any]]) -> None:
         self._mutate("upsert", self.meta, data=[{**r, "unused": [0.0, 0.0]} for r in rows])
 
-    def _batch_row(self, info: BatchInfo, seq: int) -> dict[str, Any]:
+    def _batch_row(self, info: BatchInfo, seq: int, model: str | None = None) -> dict[str, Any]:
+        """`model`: the index's embedder once the batch commits (repair restores it from the commit point)."""
         body = {"label": info.label, "started_at": format_time(info.started_at),
                 "finished_at": format_time(info.finished_at), "added": info.added, "replaced": info.replaced,
-                "unchanged": info.unchanged, "dead_letters": info.dead_letters}
+                "unchanged": info.unchanged, "dead_letters": info.dead_letters, "embedding_model": model}
         return {"key": f"batch:{info.batch_id}", "kind": "batch", "seq": seq, "batch_id": info.batch_id,
                 "status": info.status, "body": json.dumps(body)}
 
@@ -378,11 +379,7 @@ class MilvusStore:
         with self._lock:
             state = self._writable_state()
             self._check_batch(batch)
-            if batch.embedding_model and any(d.chunks for d in batch.documents):
-                have = state.get("embedding_model")
-                if have and have != batch.embedding_model:
-                    raise StoreError(model_mismatch(have, batch.embedding_model))
-                state = {**state, "embedding_model": have or batch.embedding_model}
+            model = self._model_after(state, batch)
             added = sum(len(d.chunks) for d in batch.documents)
             doc_ids = [d.doc_id for d in batch.documents]
             old = self._query_in("doc_id", doc_ids, 'retired_by == ""', _ROW_FIELDS, paged=True)
@@ -417,9 +414,9 @@ class MilvusStore:
                 self._set_retired(new, "")  # 5. the new ones enter it
                 info = BatchInfo(batch.batch_id, started, _now(), "committed", added, replaced, batch.unchanged,
                                  len(batch.dead_letters), batch.label)
-                self._put_meta([self._batch_row(info, batch_seq)])  # 6. the commit point
+                self._put_meta([self._batch_row(info, batch_seq, model)])  # 6. the commit point
                 self._put_state({**state, "seq": seq, "generation": int(state["generation"]) + 1,
-                                 "last": batch.batch_id})
+                                 "last": batch.batch_id, "embedding_model": model})
             except Exception as exc:
                 try:
                     self.repair()
@@ -428,6 +425,20 @@ class MilvusStore:
                                      f"yet ({again}); the next open repairs it") from None
                 raise StoreError(f"batch {batch.batch_id} was not committed: {exc}") from None
         return info
+
+    def _model_after(self, state: dict[str, Any], batch: BatchWrite) -> str | None:
+        """The index's embedder once `batch` commits (recorded at the commit point only, so a batch that fails
+        records nothing): the first batch with vectors names it, a batch from another one is refused, and an
+        index written before evidex recorded it (it holds vectors, none named) is left unchecked."""
+        have: str | None = state.get("embedding_model") or None
+        if not batch.embedding_model or not any(d.chunks for d in batch.documents):
+            return have
+        if have is not None and have != batch.embedding_model:
+            raise StoreError(describe_model_mismatch(have, batch.embedding_model))
+        return have or (batch.embedding_model if self._is_empty() else None)
+
+    def _is_empty(self) -> bool:
+        return not self._query(self.collection, 'pk != ""', ["count(*)"])[0]["count(*)"]
 
     def _check_batch(self, batch: BatchWrite) -> None:
         """What SQLite's constraints refuse: a used batch id, a record id twice, or a record id that is live
@@ -490,7 +501,8 @@ class MilvusStore:
         state = self._state()
         committed = self._batch_rows('kind == "batch" and status == "committed"')
         self._put_state({**state, "generation": int(state["generation"]) + 1,
-                         "last": committed[-1]["batch_id"] if committed else None})
+                         "last": committed[-1]["batch_id"] if committed else None,
+                         "embedding_model": None if self._is_empty() else state.get("embedding_model")})
 
     def repair(self) -> list[str]:
         """Finish what a crash interrupted: undo `pending` batches, complete `rolling-back` ones. Returns
@@ -514,7 +526,9 @@ class MilvusStore:
             committed = self._batch_rows('kind == "batch" and status == "committed"')
             last = committed[-1]["batch_id"] if committed else None
             if state["last"] != last:
-                self._put_state({**state, "generation": int(state["generation"]) + 1, "last": last})
+                model = json.loads(committed[-1]["body"]).get("embedding_model") if committed else None
+                self._put_state({**state, "generation": int(state["generation"]) + 1, "last": last,
+                                 "embedding_model": model})
             return touched
 
     # ---- reads ------------------------------------------------------------------------------------------
@@ -692,8 +706,7 @@ class MilvusStore:
         with self._lock:
             self.repair()
             state = self._state()
-            if not state.get("importing") and (self._batch_rows() or self._query(
-                    self.collection, 'pk != ""', ["count(*)"])[0]["count(*)"]):
+            if not state.get("importing") and (self._batch_rows() or not self._is_empty()):
                 raise StoreError(f"cannot import into collection {self.collection!r}: it is not empty")
             self._put_state({**state, "importing": True})
             seq = 0

@@ -87,7 +87,7 @@ class Store(Protocol):
         ...
 
 
-def model_mismatch(index_model: str, other: str) -> str:
+def describe_model_mismatch(index_model: str, other: str) -> str:
     """The error for vectors of another embedder than the index's (one message for ingest and queries)."""
     return (f"this index holds vectors of the embedder {index_model}, and {other} is configured: vectors of two "
             "models cannot be compared. Configure [embedding] as the index was built, or ingest into a new index")

@@ -25,7 +25,7 @@ from evidex.errors import StoreError
 from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import fts_query
 from evidex.stores.dense import DenseIndex
-from evidex.stores.protocol import BatchWrite, model_mismatch
+from evidex.stores.protocol import BatchWrite, describe_model_mismatch
 from evidex.stores.rows import chunk_from_row
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
@@ -226,14 +226,16 @@ class SqliteStore:
         return None if row is None else str(row[0])
 
     def _record_model(self, batch: BatchWrite) -> None:
-        """The first batch with vectors names the index's embedder; a batch from another one is refused."""
+        """The first batch with vectors names the index's embedder; a batch from another one is refused. An
+        index written before evidex recorded it (it holds vectors, none named) is left unchecked: the batch's
+        embedder need not be the one of the vectors already there."""
         if not batch.embedding_model or not any(d.chunks for d in batch.documents):
             return
         row = self._db.execute("SELECT value FROM meta WHERE key='embedding_model'").fetchone()
-        if row is None:
+        if row is None and self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None:
             self._db.execute("INSERT INTO meta VALUES ('embedding_model', ?)", (batch.embedding_model,))
-        elif row[0] != batch.embedding_model:
-            raise StoreError(model_mismatch(row[0], batch.embedding_model))
+        elif row is not None and row[0] != batch.embedding_model:
+            raise StoreError(describe_model_mismatch(row[0], batch.embedding_model))
 
     def _retire(self, rowids: Sequence[int], batch_id: str) -> None:
         for rowid in rowids:
@@ -293,6 +295,8 @@ class SqliteStore:
                 self._db.execute("UPDATE records SET retired_by=NULL WHERE retired_by=?", (batch_id,))
                 self._db.execute("DELETE FROM dead_letter_events WHERE batch_id=?", (batch_id,))
                 self._db.execute("UPDATE batches SET status='rolled-back' WHERE batch_id=?", (batch_id,))
+                if self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None:  # no vector is left
+                    self._db.execute("DELETE FROM meta WHERE key='embedding_model'")
                 self._bump_generation()
                 self._db.execute("COMMIT")
             except BaseException:

@@ -198,6 +198,24 @@ class StoreContract:
         store.commit_batch(batch("b3", document([chunks[1]], [vectors[1]]), model="m1"))
         assert store.embedding_model() == "m1"
 
+    def test_rolling_back_every_vector_forgets_the_embedder(self, store: Store) -> None:
+        chunks, vectors = self.corpus()
+        store.commit_batch(batch("b1", document([chunks[0]], [vectors[0]]), model="m1"))
+        store.commit_batch(batch("b2", document([chunks[1]], [vectors[1]]), model="m1"))
+        store.rollback()
+        assert store.embedding_model() == "m1"  # b1's vectors are still there
+        store.rollback()
+        assert store.embedding_model() is None  # nothing left: another embedder may start the index
+        store.commit_batch(batch("b3", document([chunks[0]], [vectors[0]]), model="m2"))
+        assert store.embedding_model() == "m2"
+
+    def test_an_index_written_before_embedders_were_recorded_adopts_none(self, store: Store) -> None:
+        """Its vectors' embedder is unknown: naming the next batch's would refuse the one that made them."""
+        chunks, vectors = self.corpus()
+        store.commit_batch(batch("b1", document([chunks[0]], [vectors[0]])))  # no model named
+        store.commit_batch(batch("b2", document([chunks[1]], [vectors[1]]), model="m1"))
+        assert store.embedding_model() is None
+
     # ---- commit and read back --------------------------------------------------------------------------
     def test_commit_then_get_round_trips_every_field(self, store: Store) -> None:
         plus_2h = timezone(timedelta(hours=2))
