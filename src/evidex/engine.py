@@ -113,8 +113,8 @@ class Engine:
     def encode_query(self, text: str) -> npt.NDArray[np.float32]:
         if not self._model_checked:  # a query vector of another model would rank by noise, silently
             indexed_with = self.store.embedding_model()
-            if indexed_with is not None and indexed_with != self.embedder.fingerprint:
-                raise StoreError(describe_model_mismatch(indexed_with, self.embedder.fingerprint))
+            if indexed_with is not None and indexed_with != self.embedder.model_id:
+                raise StoreError(describe_model_mismatch(indexed_with, self.embedder.model_id))
             self._model_checked = indexed_with is not None
         return self.embedder.embed_query(text)
 

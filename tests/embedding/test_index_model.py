@@ -1,8 +1,10 @@
-"""An index remembers which embedder made its vectors: another one (even of the same dimension, here the
-torch build of the same model) can neither add vectors to it nor query it, and says why."""
+"""An index remembers which model made its vectors. Another build of that model (the torch fp32 build of the
+default int8 ONNX embedder) may query it; another model, even of the same dimension (here MiniLM with one
+weight matrix scaled, built locally), can neither add vectors to it nor query it, and says why."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,27 +20,65 @@ from tests.conftest import engine_config
 pytest.importorskip("sentence_transformers")
 
 
-def test_another_embedder_can_neither_add_to_nor_query_an_index(tmp_path: Path, embedder: Embedder,
-                                                                 cache_dir: Path) -> None:
+def another_model(out: Path) -> Path:
+    """The packaged MiniLM with one weight matrix scaled: a different model of the same dimension."""
+    from safetensors.numpy import load_file, save_file
+
+    shutil.copytree(default_model_dir(), out)
+    tensors = load_file(out / "model.safetensors")
+    name = next(n for n in sorted(tensors) if n.endswith("query.weight"))
+    tensors[name] = tensors[name] * 1.5
+    save_file(tensors, out / "model.safetensors", metadata={"format": "pt"})
+    return out
+
+
+def test_another_build_may_query_an_index_and_another_model_may_not(tmp_path: Path, embedder: Embedder,
+                                                                    cache_dir: Path) -> None:
     torch_build = SentenceTransformerEmbedder(default_model_dir(), threads=2)
-    assert torch_build.dim == embedder.dim and torch_build.fingerprint != embedder.fingerprint
+    other = SentenceTransformerEmbedder(another_model(tmp_path / "other-model"), threads=2)
+    assert torch_build.model_id == embedder.model_id and torch_build.fingerprint != embedder.fingerprint
+    assert other.dim == embedder.dim and other.model_id != embedder.model_id
     corpus = tmp_path / "docs"
     corpus.mkdir()
     (corpus / "a.md").write_text("# Alpha\n\nAlpha restarts nightly.\n", encoding="utf-8")
     config = engine_config(tmp_path / "idx", cache_dir)
     with Engine.open(config, embedder=embedder) as built:
         built.ingest([corpus])
-        assert built.stats()["embedding_model"] == embedder.fingerprint
+        assert built.stats()["embedding_model"] == embedder.model_id
+    with Engine.open(config, embedder=torch_build) as same_model:
+        assert [c.chunk.source for c in same_model.run(SearchRequest("when does alpha restart?")).context] == ["a.md"]
     (corpus / "b.md").write_text("# Beta\n\nBeta backs up hourly.\n", encoding="utf-8")
-    with Engine.open(config, embedder=torch_build) as other:
-        batches = other.batches()
-        with pytest.raises(StoreError, match=f"embedder {embedder.fingerprint}, and {torch_build.fingerprint}"):
-            other.ingest([corpus])
-        assert other.batches() == batches
+    with Engine.open(config, embedder=other) as different:
+        batches = different.batches()
+        with pytest.raises(StoreError, match=f"model {embedder.model_id}, and the configured embedder is "
+                                             f"{other.model_id}"):
+            different.ingest([corpus])
+        assert different.batches() == batches
         with pytest.raises(StoreError, match="vectors of two models cannot be compared"):
-            other.run(SearchRequest("when does alpha restart?"))
+            different.run(SearchRequest("when does alpha restart?"))
         # Plain BM25 search needs no query vector and still works (the pipeline embeds every question).
-        assert [c.chunk.source for c in other.search("restarts", mode=RetrievalMode.BM25)] == ["a.md"]
-    with Engine.open(config, embedder=embedder) as same:
-        assert same.ingest([corpus]).added_chunks == 1
-        assert same.run(SearchRequest("when does beta back up?")).context
+        assert [c.chunk.source for c in different.search("restarts", mode=RetrievalMode.BM25)] == ["a.md"]
+    with Engine.open(config, embedder=torch_build) as same_model:  # another build of the model may add to it
+        assert same_model.ingest([corpus]).added_chunks == 1
+        assert same_model.run(SearchRequest("when does beta back up?")).context
+
+
+def test_a_cached_evaluation_index_that_names_another_model_is_rebuilt(tmp_path: Path, embedder: Embedder) -> None:
+    """Its cache key holds the embedder's fingerprint, so a mismatch can only be a model recorded under an
+    older naming: reused, it would refuse every query."""
+    import sqlite3
+
+    from evidex.config import Config
+    from evidex.evaluation.runner import open_eval_engine
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# Alpha\n\nAlpha restarts nightly.\n", encoding="utf-8")
+    config = Config().replace(embedding={"cache_dir": str(tmp_path / "cache")})
+    with open_eval_engine(config, [corpus], None, embedder=embedder) as engine:
+        index = Path(engine.config.index.path) / "index.sqlite"
+    with sqlite3.connect(index) as db:
+        db.execute("UPDATE meta SET value='onnx-int8:old-name' WHERE key='embedding_model'")
+    with open_eval_engine(config, [corpus], None, embedder=embedder) as engine:
+        assert engine.store.embedding_model() == embedder.model_id
+        assert [c.chunk.source for c in engine.run(SearchRequest("when does alpha restart?")).context] == ["a.md"]

@@ -34,6 +34,10 @@ class CountingEmbedder:
         return self.inner.fingerprint
 
     @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
     def dim(self) -> int:
         return self.inner.dim
 

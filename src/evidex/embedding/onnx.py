@@ -25,6 +25,7 @@ from evidex.embedding.onnx_export import (  # imports no torch: torch is only lo
     EXPORT_FORMAT_VERSION,
     MODEL_FILE,
     TOKENIZER_FILE,
+    model_id_of,
     read_manifest,
 )
 from evidex.embedding.protocol import Vectors
@@ -62,10 +63,15 @@ class OnnxEmbedder:
         self._dim = _output_dim(self._session, manifest)
         sha = str(manifest.get("source_weights_sha256", ""))
         self._fingerprint = f"onnx-int8:{sha[:12]}:v{manifest['format_version']}"
+        self._model_id = model_id_of(sha)
 
     @property
     def fingerprint(self) -> str:
         return self._fingerprint
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
 
     @property
     def dim(self) -> int:

@@ -51,6 +51,11 @@ def weights_files(model_dir: Path) -> list[Path]:
     )
 
 
+def model_id_of(weights_sha: str) -> str:
+    """An embedder's `model_id`: its source weights, which every build of the model shares."""
+    return f"weights:{weights_sha[:16]}"
+
+
 def weights_sha256(model_dir: Path) -> str:
     """sha256 over the weight files' names and bytes: identifies the source model (memoised per process)."""
     files = weights_files(Path(model_dir).resolve())

@@ -13,10 +13,15 @@ Vectors = npt.NDArray[np.float32]
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns text into unit vectors. `fingerprint` changes whenever the vectors would change."""
+    """Turns text into unit vectors. `fingerprint` changes whenever the vectors would change (it keys the
+    embeddings cache); `model_id` names the model they come from, whatever the build: the int8 ONNX export
+    and torch fp32 (on a CPU or a GPU) of one model agree closely and may share an index, two models may not."""
 
     @property
     def fingerprint(self) -> str: ...
+
+    @property
+    def model_id(self) -> str: ...
 
     @property
     def dim(self) -> int: ...

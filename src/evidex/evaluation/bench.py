@@ -71,6 +71,10 @@ class _LookupEmbedder:
         return "bench-synthetic"
 
     @property
+    def model_id(self) -> str:
+        return "bench-synthetic"
+
+    @property
     def dim(self) -> int:
         return self._dim
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -125,6 +126,11 @@ def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | No
     key = hashlib.sha256("|".join(key_parts).encode()).hexdigest()[:16]
     index_dir = config.cache_dir / "eval" / key
     engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder)
+    if engine.store.embedding_model() not in (None, embedder.model_id):  # recorded under an older naming
+        log(f"rebuilding evaluation index {index_dir}: it names its model {engine.store.embedding_model()}")
+        engine.close()
+        shutil.rmtree(index_dir)
+        engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder)
     if not (index_dir / READY_MARKER).exists():
         log(f"building evaluation index in {index_dir}")
         report = engine.ingest(list(corpus), metadata=metadata, label="eval", progress=progress)

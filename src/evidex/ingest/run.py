@@ -164,7 +164,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     model = ""
     if chunks:
         model_used = embedder()
-        model = model_used.fingerprint
+        model = model_used.model_id
         indexed_with = store.embedding_model()
         if indexed_with is not None and indexed_with != model:  # before minutes of embedding, not at the commit
             raise StoreError(describe_model_mismatch(indexed_with, model))

@@ -34,7 +34,7 @@ class BatchWrite:
     unchanged: int
     dead_letters: tuple[DeadLetter, ...]
     resolved_dead_letters: tuple[str, ...] = ()  # sources that now loaded fine
-    embedding_model: str = ""  # the fingerprint of the embedder that made its vectors ("" when it has none)
+    embedding_model: str = ""  # the model_id of the embedder that made its vectors ("" when it has none)
 
 
 class Store(Protocol):
@@ -47,9 +47,9 @@ class Store(Protocol):
         ...
 
     def embedding_model(self) -> str | None:
-        """The fingerprint of the embedder whose vectors the index holds: set by the first batch with vectors,
-        and a batch from another embedder is refused (vectors of two models cannot be compared, even at the
-        same dimension). None until then, and for an index written before evidex recorded it."""
+        """The model (`Embedder.model_id`) whose vectors the index holds: set by the first batch with vectors,
+        and a batch from another model is refused (vectors of two models cannot be compared, even at the same
+        dimension). None until then, and for an index written before evidex recorded it."""
         ...
 
     def document_hashes(self) -> dict[str, str]:
@@ -89,5 +89,6 @@ class Store(Protocol):
 
 def describe_model_mismatch(index_model: str, other: str) -> str:
     """The error for vectors of another embedder than the index's (one message for ingest and queries)."""
-    return (f"this index holds vectors of the embedder {index_model}, and {other} is configured: vectors of two "
-            "models cannot be compared. Configure [embedding] as the index was built, or ingest into a new index")
+    return (f"this index holds vectors of the model {index_model}, and the configured embedder is {other}: "
+            "vectors of two models cannot be compared. Configure [embedding] with the index's model, or ingest "
+            "into a new index")

@@ -192,7 +192,7 @@ class StoreContract:
         store.commit_batch(batch("b1", document([chunks[0]], [vectors[0]]), model="m1"))
         assert store.embedding_model() == "m1"
         snapshot = store.snapshot_id()
-        with pytest.raises(StoreError, match="embedder m1, and m2 is configured"):
+        with pytest.raises(StoreError, match="model m1, and the configured embedder is m2"):
             store.commit_batch(batch("b2", document([chunks[1]], [vectors[1]]), model="m2"))
         assert store.snapshot_id() == snapshot and [c.doc_id for c in store.get([chunks[1].record_id])] == []
         store.commit_batch(batch("b3", document([chunks[1]], [vectors[1]]), model="m1"))
