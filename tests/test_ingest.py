@@ -437,6 +437,41 @@ def test_a_directory_that_cannot_be_listed_is_a_dead_letter_and_a_sync_retires_n
     assert engine.dead_letters() == [] and bm25(engine, "deltaword") == ["sub/d.md"]
 
 
+def refuse_listing(monkeypatch: pytest.MonkeyPatch, *folders: Path) -> None:
+    """os.scandir refuses `folders` (the test runs as root, which may list anything)."""
+    listing = os.scandir
+
+    def refuse(path: Any = ".") -> Any:
+        if Path(path) in folders:
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path)
+
+    monkeypatch.setattr(os, "scandir", refuse)
+
+
+def test_unlistable_directories_each_keep_a_letter_and_settle_once(
+        make_engine: EngineFactory, write_corpus: CorpusWriter, monkeypatch: pytest.MonkeyPatch) -> None:
+    one = write_corpus({"a.md": "# A\n\nAlpha onewordy.\n"}, name="one")
+    two = write_corpus({"b.md": "# B\n\nBeta twowordy.\n", "sub/bad.md": b"\x00"}, name="two")
+    engine = make_engine()
+    engine.ingest([two])  # sub/bad.md fails on its own first
+    with monkeypatch.context() as patch:
+        refuse_listing(patch, one, two / "sub")
+        engine.ingest([one, two])
+    letters = {d.source: d.attempts for d in engine.dead_letters()}
+    assert letters == {f"{one.absolute().as_posix()}/": 1, "sub/": 1, "sub/bad.md": 1}  # two roots: two letters
+    engine.retry_dead_letters()  # sub/bad.md is named twice (its letter, its directory's): failed once
+    assert {d.source: d.attempts for d in engine.dead_letters()} == {"sub/bad.md": 2}
+    assert bm25(engine, "onewordy") == ["a.md"]
+    (two / "sub" / "bad.md").write_text("# Bad\n\nFixed badwordy.\n", encoding="utf-8")
+    with monkeypatch.context() as patch:
+        refuse_listing(patch, two / "sub")
+        engine.ingest([two])
+    assert {d.source for d in engine.dead_letters()} == {"sub/", "sub/bad.md"}
+    engine.ingest([two])  # a plain ingest that lists the directory settles its letter
+    assert engine.dead_letters() == [] and bm25(engine, "badwordy") == ["sub/bad.md"]
+
+
 def test_a_sync_ingest_retires_nothing_when_a_failure_names_no_document(
         make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
     """A bad JSONL line could be any document: retiring the ones not seen could retire the one it was."""

@@ -133,8 +133,8 @@ class Engine:
                               "from it. Ingest without --sync (or leave the path out) if that is what you want")
         overlay = load_overlay(Path(metadata)) if metadata else None
         items: Iterable[Document | LoadFailure] = (item for p in paths for item in iter_documents(Path(p)))
-        gone = _gone_letters(self.store.dead_letters(), paths) if sync else []
-        return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, gone,
+        settled = _settled_letters(self.store.dead_letters(), paths, sync=sync)
+        return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, settled,
                             record_repeats=False, sync=sync)
 
     def retry_dead_letters(self, *, metadata: str | Path | None = None,
@@ -144,9 +144,14 @@ class Engine:
         live = set(self.store.document_hashes())
         items: list[Document | LoadFailure] = []
         now_loading: list[str] = []
+        seen: set[tuple[str, str]] = set()
         for letter in self.store.dead_letters():
             reloaded = [_still_duplicate(item, letter, live) for item in _reload(letter)]
-            items.extend(reloaded)
+            # A file can be named twice (by its own letter and by its directory's): loaded once, failed once.
+            keys = [("failure", f"{i.source}\0{i.reason}") if isinstance(i, LoadFailure) else ("document", i.doc_id)
+                    for i in reloaded]
+            items.extend(i for i, key in zip(reloaded, keys, strict=True) if key not in seen)
+            seen.update(keys)
             if not any(isinstance(i, LoadFailure) and i.source == letter.source for i in reloaded):
                 now_loading.append(letter.source)
         return self._ingest(items, overlay, "dead-letter retry", progress, now_loading)
@@ -278,24 +283,29 @@ def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
         return [read_jsonl_line(Path(file), int(line), letter.source.rpartition(":")[0])]
     if path.endswith(".jsonl"):  # the file could not be read at all: every line of it, now
         return list(iter_jsonl(Path(path), letter.source))
-    if letter.source.endswith("/"):  # a directory that could not be listed ("sub/", or "./" for the one given)
+    if letter.source.endswith("/"):  # a directory that could not be listed ("sub/", or the full path of a root)
         under = letter.source.rstrip("/")
-        return list(iter_documents(Path(path), root=Path(path if under == "." else path.removesuffix(under))))
+        return list(iter_documents(Path(path), root=Path(path if Path(under).is_absolute()
+                                                          else path.removesuffix(under))))
     source = letter.source
     if letter.reason.startswith(DUPLICATE):
         source = source.removesuffix(f"@{letter.location}")
     return [load_file(Path(path), source)]
 
 
-def _gone_letters(letters: Sequence[DeadLetter], roots: Sequence[str | Path]) -> list[str]:
-    """The dead letters of files deleted from under `roots` (a sync ingest's corpus): nothing is left to retry."""
+def _settled_letters(letters: Sequence[DeadLetter], roots: Sequence[str | Path], *, sync: bool) -> list[str]:
+    """The dead letters an ingest of `roots` settles unless it fails them again: a directory under them that
+    could not be listed (listed now, its documents load or fail on their own), and for a sync, a file deleted
+    from under them (nothing is left to retry)."""
     under = [Path(r).absolute() for r in roots]
     out = []
     for letter in letters:
         path = letter.path or letter.location
         file, _, line = path.rpartition(":")
         target = Path(file if file and line.isdigit() else path)
-        if target.is_absolute() and not target.exists() and any(r == target or r in target.parents for r in under):
+        if not target.is_absolute() or not any(r == target or r in target.parents for r in under):
+            continue
+        if letter.source.endswith("/") or (sync and not target.exists()):
             out.append(letter.source)
     return out
 

@@ -322,6 +322,31 @@ def test_a_first_batch_that_dies_before_its_commit_point_names_no_embedder(
         assert reopened.embedding_model() == (None if k <= commit_point else "m1"), f"crash before write {k + 1}"
 
 
+def test_an_imported_index_keeps_its_model_through_a_crashed_rollback(
+        open_store: Callable[..., MilvusStore], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Repair takes the model from the last committed batch row: imported rows had named none, so a rollback
+    that died before its state write left the index unchecked, and another model's batch was then accepted."""
+    from evidex.stores.transfer import export_index, import_index
+
+    source = open_store()
+    source.commit_batch(dataclasses.replace(second_batch(), batch_id="b1", embedding_model="m1"))
+    source.commit_batch(batch("b2", document([make_chunk("D", 0, "delta")], [axis(5)]), model="m1"))
+    export_index(source, tmp_path / "export")
+    reference = open_store()
+    import_index(tmp_path / "export", reference)
+    with monkeypatch.context() as patch:
+        writes = record_writes(reference, patch)
+        reference.rollback()
+    for k in range(1, len(writes)):
+        store = open_store()
+        import_index(tmp_path / "export", store)
+        with monkeypatch.context() as patch:
+            crash_after(store, k, patch)
+            with pytest.raises(Crash):
+                store.rollback()
+        assert open_store(store.collection).embedding_model() == "m1", f"crash before write {k + 1}"
+
+
 def test_a_failed_write_is_undone_at_once(open_store: Callable[..., MilvusStore],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     store = open_store()

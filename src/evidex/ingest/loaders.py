@@ -43,8 +43,10 @@ def iter_documents(path: Path, root: Path | None = None) -> Iterator[Document | 
         root = (root or path).absolute()
         files, unlisted = _walk(path)
         for folder, reason in unlisted:  # its documents are not gone, only unseen: a sync must retire nothing
-            yield LoadFailure(f"{folder.relative_to(root).as_posix()}/", f"cannot list the directory: {reason}",
-                              str(folder), str(folder))
+            # Named by its path under the root ("sub/"); the root itself by its full path (two roots given
+            # must not share one letter).
+            name = folder.as_posix() if folder == root else folder.relative_to(root).as_posix()
+            yield LoadFailure(f"{name}/", f"cannot list the directory: {reason}", str(folder), str(folder))
         for file in files:
             suffix = file.suffix.lower()
             if suffix in MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES:

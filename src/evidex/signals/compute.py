@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -258,20 +259,31 @@ def describe_off_topic(found: int, asked: int) -> str:
     return f"{what} in the evidence: it may be off-topic for this index"
 
 
+_COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")  # "long-running": words, not an identifier
+_ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]?", re.I)  # "e.g", "i.e."
+_URL_SCHEME = re.compile(r"\b[a-z][a-z0-9+.-]*://", re.I)
+
+
 def find_unmatched_words(query: str, context: Sequence[Candidate]) -> tuple[int, list[str]]:
     """(how many words the question says, the ones no evidence holds). An identifier (a flag, an error code, a
-    dotted or snake_case name) is one word, held only verbatim: its pieces ("LEASE", "REVOKED") occurring
-    apart say nothing of it. Any other word is held by its term."""
-    identifiers = exact_tokens(query)
+    dotted or snake_case name, quoted code) is one word, held only verbatim, ignoring case and spacing: its
+    pieces ("LEASE", "REVOKED") occurring apart say nothing of it. Any other word is held by its term."""
+    query = _URL_SCHEME.sub(" ", query)
+    tokens = sorted(exact_tokens(query), key=len, reverse=True)  # "k8s-prod" before the "k8s" inside it
     plain = query
-    for token in identifiers:
+    for token in tokens:
         plain = plain.replace(token, " ")
-    words = content_words(plain)
+    identifiers = [t for t in tokens if not _COMPOUND.fullmatch(t) and not _ABBREVIATION.fullmatch(t)]
+    words = content_words(" ".join([plain, *(t for t in tokens if _COMPOUND.fullmatch(t))]))
     found = set().union(*(chunk_terms(c.chunk)[0] for c in context))
-    texts = [f"{c.chunk.title}\n{c.chunk.text}" for c in context]
-    missing = [token for token in identifiers if not any(token in text for text in texts)]
+    texts = [_folded(f"{c.chunk.title}\n{c.chunk.heading}\n{c.chunk.text}") for c in context]
+    missing = [t for t in identifiers if not any(_folded(t) in text for text in texts)]
     missing += [word for word, term in words if term not in found]
     return len(identifiers) + len(words), missing
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
 def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, min_question_word_share: float,

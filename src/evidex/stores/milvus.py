@@ -526,9 +526,11 @@ class MilvusStore:
             committed = self._batch_rows('kind == "batch" and status == "committed"')
             last = committed[-1]["batch_id"] if committed else None
             if state["last"] != last:
-                model = json.loads(committed[-1]["body"]).get("embedding_model") if committed else None
+                body = json.loads(committed[-1]["body"]) if committed else {}
+                # A batch row written before models were recorded names none: then the state's stands.
+                model = body["embedding_model"] if "embedding_model" in body else state.get("embedding_model")
                 self._put_state({**state, "generation": int(state["generation"]) + 1, "last": last,
-                                 "embedding_model": model})
+                                 "embedding_model": None if self._is_empty() else model})
             return touched
 
     # ---- reads ------------------------------------------------------------------------------------------
@@ -728,7 +730,7 @@ class MilvusStore:
             batches = []
             for info in log.batches:
                 seq += 1
-                batches.append(self._batch_row(info, seq))
+                batches.append(self._batch_row(info, seq, log.embedding_model))
             self._put_state({**state, "importing": True, "seq": seq})
             if page:
                 self._mutate("upsert", self.collection, data=page)

@@ -66,7 +66,7 @@ class IndexLog:
     events: tuple[DeadLetterEvent, ...]
     generation: int
     writing: bool = False  # a batch is being written or rolled back (a store whose writes are not one transaction)
-    embedding_model: str | None = None  # the fingerprint of the embedder of its vectors (Store.embedding_model)
+    embedding_model: str | None = None  # the model of its vectors (Store.embedding_model)
 
 
 @runtime_checkable

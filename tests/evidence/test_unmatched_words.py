@@ -1,0 +1,32 @@
+"""Which of a question's words no evidence holds (the off-topic check): identifiers whole and verbatim
+(ignoring case and spacing, in the title, heading or text), every other word by its term."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from evidex.signals.compute import find_unmatched_words
+from evidex.types import Candidate, Chunk, Provenance
+
+_IDS = itertools.count()
+
+
+def evidence(text: str, heading: str = "") -> Candidate:
+    n = str(next(_IDS))
+    return Candidate(Chunk(record_id=f"u{n}", doc_id="d", chunk_index=0, source="s.md", title="Title", text=text,
+                           citation_anchor=None, span_start=0, span_end=len(text), content_hash=f"h{n}",
+                           provenance=Provenance(), heading=heading), 1.0)
+
+
+@pytest.mark.parametrize(("question", "text", "heading", "asked", "missing"), [
+    ("Why was VL_LEASE_REVOKED raised?", "Leases expire; VL_LEASE_EXPIRED is raised.", "", 2, ["VL_LEASE_REVOKED"]),
+    ("Why was VL_LEASE_REVOKED raised?", "It is raised when a lease is revoked.", "VL_LEASE_REVOKED", 2, []),
+    ("What does `kubectl get pods` print?", "KUBECTL GET  PODS prints a table.", "", 2, []),
+    ("Is Long-running work retried?", "long running work is retried", "", 4, []),
+    ("What is at https://kubernetes.io/docs?", "See kubernetes.io for the docs.", "", 2, []),
+    ("Is the k8s-prod cluster named e.g. prod?", "The cluster is named prod.", "", 4, ["k8s-prod"]),
+])
+def test_unmatched_words(question: str, text: str, heading: str, asked: int, missing: list[str]) -> None:
+    assert find_unmatched_words(question, [evidence(text, heading)]) == (asked, missing)
