@@ -16,6 +16,7 @@ from evidex.evidence.plan import (
     RequiredFamily,
     auto_plan,
     chunk_terms,
+    content_words,
     entity_spans,
     explicit_plan,
     focus_plan,
@@ -346,3 +347,9 @@ def test_sub_questions_do_not_depend_on_how_words_are_spaced(words: list[str], g
     spaced = "".join(w + g for w, g in zip(words, gaps, strict=False))
     assert sub_questions(spaced) == sub_questions(" ".join(spaced.split()))
     assert auto_plan(spaced).aspects == auto_plan(" ".join(spaced.split())).aspects
+
+
+@given(st.text(alphabet=st.sampled_from(list("abcAB'’s _-.İß 9\n")) | st.characters(), max_size=80))
+def test_content_words_give_exactly_the_terms(text: str) -> None:
+    """Two implementations of one rule (terms() runs many times per query and keeps no words): they agree."""
+    assert tuple(term for _, term in content_words(text)) == terms(text)

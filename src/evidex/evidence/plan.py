@@ -49,20 +49,25 @@ _POSSESSIVE = re.compile(r"['’]s$", re.I)
 
 
 def terms(text: str) -> tuple[str, ...]:
-    """Distinct stemmed content terms of `text`, in order (possessive 's dropped)."""
-    return tuple(term for _, term in content_words(text))
+    """Distinct stemmed content terms of `text`, in order (possessive 's dropped). The terms of
+    `content_words`, computed without keeping the words: this runs many times per query."""
+    words = (_POSSESSIVE.sub("", w.lower()) for w in _WORD.findall(text))
+    out = (stem(w) for w in words if w not in STOPWORDS)
+    return tuple(dict.fromkeys(t for t in out if t))
 
 
 def content_words(text: str) -> list[tuple[str, str]]:
-    """(word as written, its term) for the first occurrence of each content term of `text`, in order."""
+    """(word as written, its term) for the first occurrence of each content term of `text`, in order: the
+    terms are exactly `terms(text)`."""
     seen: dict[str, str] = {}
     for word in _WORD.findall(text):
-        lower = _POSSESSIVE.sub("", word.lower())
+        word = _POSSESSIVE.sub("", word)
+        lower = word.lower()
         if lower in STOPWORDS:
             continue
         term = stem(lower)
         if term and term not in seen:
-            seen[term] = _POSSESSIVE.sub("", word)
+            seen[term] = word
     return [(word, term) for term, word in seen.items()]
 
 

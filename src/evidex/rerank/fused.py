@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Protocol
 
 from evidex.evidence.plan import chunk_terms, terms
@@ -71,6 +72,7 @@ _IDENTIFIER = re.compile(r"`([^`]+)`|((?<![\w-])--?[a-zA-Z][\w-]+|(?<!\w)(?:\w+(
                          r"[A-Z][A-Z0-9]*_[A-Z0-9_]+|\w+\.\w+(?:\.\w+)*|\w*\d\w*[A-Za-z]\w*))")
 
 
+@lru_cache(maxsize=1024)  # the reranker and the signals both ask, for every query
 def exact_tokens(query: str) -> tuple[str, ...]:
     """Identifiers, flags, error strings and quoted code that should appear verbatim in evidence."""
     found = []

@@ -275,13 +275,24 @@ def find_unmatched_words(query: str, context: Sequence[Candidate]) -> tuple[int,
         plain = plain.replace(token, " ")
     identifiers = [t for t in tokens if not _COMPOUND.fullmatch(t) and not _ABBREVIATION.fullmatch(t)]
     words = content_words(" ".join([plain, *(t for t in tokens if _COMPOUND.fullmatch(t))]))
-    found = set().union(*(chunk_terms(c.chunk)[0] for c in context))
-    texts = [_folded(f"{c.chunk.title}\n{c.chunk.heading}\n{c.chunk.text}") for c in context]
-    missing = [t for t in identifiers if not any(_folded(t) in text for text in texts)]
+    wanted = {term for _, term in words}
+    found: set[str] = set()
+    for c in context:
+        found |= wanted & chunk_terms(c.chunk)[0]
+    texts: dict[int, str] = {}
+
+    def folded_text(i: int) -> str:  # only as far as an identifier's search goes
+        if i not in texts:
+            c = context[i].chunk
+            texts[i] = _folded(f"{c.title}\n{c.heading}\n{c.text}")
+        return texts[i]
+
+    missing = [t for t in identifiers if not any(_folded(t) in folded_text(i) for i in range(len(context)))]
     missing += [word for word, term in words if term not in found]
     return len(identifiers) + len(words), missing
 
 
+@lru_cache(maxsize=4096)  # a chunk's text is folded once, not on every question it answers
 def _folded(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -290,7 +301,8 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
               default_owner: str | None) -> Recommendation:
     if is_stop(outcome):
         return Recommendation("stop", STOP_CONDITION, owner=next_step_owner(outcome, default_owner))
-    query = f"{outcome.request.query} {outcome.request.aspect_focus or ''}"
+    focus = outcome.request.aspect_focus
+    query = f"{outcome.request.query} {focus}" if focus else outcome.request.query  # as the reranker read it
     if outcome.plan.source.value != "caller":
         asked, missing = find_unmatched_words(query, outcome.context)
         if not asked:
