@@ -312,7 +312,7 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
             # Most of what the question says is in no evidence ("how do I file an expense report for travel?"
             # against an engineering handbook): the dense neighbours of an off-topic question are not an
             # answer to it. On the development sets' own indexes this holds for at most 2% of the questions;
-            # asked of another domain's index (k8s against the Wikipedia and SciFact sets), for 75-97%.
+            # asked of another domain's index (k8s against the Wikipedia and SciFact sets), for 74-91%.
             return Recommendation("re-query", describe_off_topic(asked - len(missing), asked),
                                   focus=(" ".join(missing),))
     declared = outcome.plan.source.value in ("caller", "shape")
