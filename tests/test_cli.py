@@ -129,6 +129,11 @@ def test_sync_ingest_retires_deleted_files_and_says_which(invoke: Invoke, corpus
     assert "1 retired (gone)" in out and "retired: quota.md" in out
     assert as_json(invoke("stats"))["documents"] == len(CORPUS) - 1
     assert "1 documents restored" in ok(invoke("rollback")).stdout
+    first = sorted(CORPUS)[0]
+    (corpus / first).write_bytes(b"\x00 broken")
+    out = ok(invoke("ingest", str(corpus), "--sync")).stdout
+    assert f"{first}: binary content (NUL bytes) (its previous version stays live)" in out
+    assert "retired: quota.md" in out  # still deleted on disk: the rollback above only restored the index
 
 
 def test_dead_letters_and_retry(invoke: Invoke, corpus: Path) -> None:
@@ -138,6 +143,8 @@ def test_dead_letters_and_retry(invoke: Invoke, corpus: Path) -> None:
     assert "latin.md" in listed and "not UTF-8 text" in listed
     still = ok(invoke("dead-letters", "--index", str(corpus.parent / "idx"), "retry", index=False)).stdout
     assert "0 now loaded" in still and "1 still failing" in still
+    after = ok(invoke("dead-letters", "retry")).stdout  # the options are taken after the subcommand too
+    assert "1 still failing" in after
     (corpus / "latin.md").write_text("café notes about platypusword\n", encoding="utf-8")
     fixed = ok(invoke("dead-letters", "--index", str(corpus.parent / "idx"), "retry", index=False)).stdout
     assert "1 now loaded" in fixed and "0 still failing" in fixed

@@ -499,6 +499,20 @@ def test_a_sync_ingest_of_a_missing_or_empty_path_writes_nothing(make_engine: En
     assert engine.batches() == batches and engine.stats()["documents"] == 3
 
 
+@pytest.mark.parametrize("given", ["deploy", "deploy/canary.md"])
+def test_a_sync_given_part_of_the_corpus_is_refused(make_engine: EngineFactory, write_corpus: CorpusWriter,
+                                                    given: str) -> None:
+    """A subfolder or a single file names its documents by shorter paths, so a sync of it would retire the
+    rest of the index and re-add these under new names."""
+    corpus = write_corpus({**SMALL, "deploy/canary.md": "# Canary\n\nCanary steps.\n"})
+    engine = make_engine()
+    engine.ingest([corpus])
+    batches = engine.batches()
+    with pytest.raises(IngestError, match=r"canary\.md as deploy/canary\.md"):
+        engine.ingest([corpus / given], sync=True)
+    assert engine.batches() == batches and engine.stats()["documents"] == 4
+
+
 def test_changing_only_the_overlay_rewrites_the_document(make_engine: EngineFactory,
                                                          write_corpus: CorpusWriter, tmp_path: Path) -> None:
     corpus = write_corpus(SMALL)

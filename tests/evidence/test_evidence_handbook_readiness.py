@@ -392,3 +392,19 @@ def test_an_identifier_counts_as_found_only_verbatim(engine: Engine) -> None:
     assert ask(engine, "VL_LEASE_EXPIRED")["decision"]["recommendation"]["action"] == "proceed"
     rec = ask(engine, "VL_LEASE_REVOKED")["decision"]["recommendation"]
     assert rec["action"] == "re-query" and rec["focus"] == ["VL_LEASE_REVOKED"]
+
+
+@pytest.mark.parametrize("code", ["VL_FOO_BAR", "--frobnicate"])
+def test_an_identifier_aspect_is_covered_only_by_evidence_holding_it_whole(engine: Engine, code: str) -> None:
+    """An identifier no page holds: its pieces ("VL", "vl-agent") had covered the aspect, and a re-query
+    focused on it reported it fixed and proceeded, citing pages about other codes."""
+    question = f"What does {code} mean?"
+    first = ask(engine, question)
+    assert first["signals"]["coverage"]["aspects_missing"] == [code]
+    assert first["decision"]["recommendation"] == {**first["decision"]["recommendation"], "action": "re-query",
+                                                   "focus": [code]}
+    again = ask(engine, question, aspect_focus=code)  # what the agent does next
+    assert again["decision"]["recommendation"]["action"] == "re-query"
+    assert again["signals"]["coverage"]["aspects_missing"] == [code]
+    known = ask(engine, "What does VL_LEASE_EXPIRED mean?", aspect_focus="VL_LEASE_EXPIRED")
+    assert known["decision"]["recommendation"]["action"] == "proceed"

@@ -303,6 +303,7 @@ def test_round_trip_of_every_plan_kind() -> None:
     plans = [
         auto_plan("In which country was the composer of Kiss and Tell born?"),
         auto_plan("How do I rotate `payments-pii`, and how do I revoke tokens?"),
+        auto_plan("What does VL_LEASE_EXPIRED mean, and is --dry-run safe?"),
         auto_plan("what?"),
         plan_question("What is the break-glass procedure?", shapes=_sample_shapes(), aspect_focus="owners"),
         EvidencePlan(families=(RequiredFamily("docs", "q", doc_ids=("a.md", "b.md")),
@@ -312,6 +313,7 @@ def test_round_trip_of_every_plan_kind() -> None:
     ]
     for plan in plans:
         assert plan_from_dict(plan.to_dict()) == plan
+    assert [f.name for f in plans[2].families if f.verbatim] == ["VL_LEASE_EXPIRED", "--dry-run"]
 
 
 @given(st.one_of(st.text(max_size=120), st.lists(_WORDS, max_size=25).map(" ".join)),

@@ -91,6 +91,30 @@ def chunk_terms(chunk: Chunk) -> tuple[frozenset[str], frozenset[str]]:
 
 _MIN_TERM_SHARE = 0.6  # an automatic aspect is met by a chunk holding this share of its terms
 
+_COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")  # "long-running": words, not an identifier
+_ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]?", re.I)  # "e.g", "i.e."
+
+
+def is_identifier(token: str) -> bool:
+    """An error code, a flag, a dotted, snake_case or camelCase name, quoted code: evidence of it holds it
+    whole ("VL_LEASE_REVOKED" is not "VL" and "LEASE" apart). A hyphenated word or an abbreviation is not."""
+    return not _COMPOUND.fullmatch(token) and not is_abbreviation(token)
+
+
+def is_abbreviation(token: str) -> bool:
+    return _ABBREVIATION.fullmatch(token) is not None
+
+
+@lru_cache(maxsize=8192)  # a chunk's text is folded once, not for every aspect and question it is tested for
+def fold(text: str) -> str:
+    """`text` with case and spacing ignored: how an identifier is looked for."""
+    return " ".join(text.split()).casefold()
+
+
+def holds_verbatim(chunk: Chunk, token: str) -> bool:
+    folded = fold(token)
+    return any(folded in fold(part) for part in (chunk.text, chunk.heading, chunk.title))
+
 
 @dataclass(frozen=True)
 class RequiredFamily:
@@ -106,20 +130,23 @@ class RequiredFamily:
     record_ids: tuple[str, ...] = ()  # known best evidence: a focused search's best hits, the pages the name titles
     min_term_share: float = _MIN_TERM_SHARE
     entity: bool = False  # the aspect is a name (not a phrase): a page titled by it is its best evidence
+    verbatim: bool = False  # the aspect is an identifier: only a chunk holding it whole meets it
 
     def matches(self, chunk: Chunk) -> bool:
         return self.match_score(chunk) >= self.min_term_share
 
     def match_score(self, chunk: Chunk) -> float:
-        """1.0 for a member by label, document or source; 2.0 for a record known to be the aspect's best
-        evidence; otherwise the share of the aspect's terms the chunk contains (title terms count extra: a
-        chunk titled by the aspect is about it)."""
+        """1.0 for a member by label, document or source; 0 for a chunk that does not hold an identifier aspect
+        whole; 2.0 for a record known to be the aspect's best evidence; otherwise the share of the aspect's terms
+        the chunk contains (title terms count extra: a chunk titled by the aspect is about it)."""
         if self.label is not None and chunk.provenance.evidence_family == self.label:
             return 1.0
         if self.doc_ids and chunk.doc_id in self.doc_ids:
             return 1.0
         if self.source_regex is not None and re.search(self.source_regex, chunk.source):
             return 1.0
+        if self.verbatim and not holds_verbatim(chunk, self.name):  # however it was found (a focused search)
+            return 0.0
         if chunk.record_id in self.record_ids:
             return 2.0
         if not self.aspect_terms:
@@ -149,6 +176,8 @@ class RequiredFamily:
             d["min_term_share"] = self.min_term_share
         if self.entity:
             d["entity"] = True
+        if self.verbatim:
+            d["verbatim"] = True
         return d
 
 
@@ -273,7 +302,11 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     for pattern in (_CODE, _QUOTED):
         identifiers.extend(m.group(1).strip() for m in pattern.finditer(question))
     plain = _QUOTED.sub(" ", _CODE.sub(" ", question))
-    identifiers.extend(m.group(1) for m in _IDENT.finditer(plain) if not m.group(1).replace(".", "").isdigit())
+    code = {m.group(1).strip() for m in _CODE.finditer(question)}
+    named = [m.group(1) for m in _IDENT.finditer(plain) if not m.group(1).replace(".", "").isdigit()]
+    identifiers.extend(named)
+    # Code and identifier-like names are met only whole; a quoted title ("Kiss and Tell") by its words.
+    verbatim = {a for a in [*code, *named] if is_identifier(a)}
     names = [part for span in entity_spans(plain) for part in _split_conjoined(span)]
     multi = [n for n in names if len(n.split()) > 1]
     # A lone letter or number ("T cells", "type 1 diabetes") names nothing on its own, nor does a measurement
@@ -293,8 +326,8 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
         unique.append(a)
         seen_terms.append(t)
     unique = unique[:max_aspects]
-    families = tuple(RequiredFamily(name=a, rescue_query=a, aspect_terms=terms(a), entity=a in entities)
-                     for a in unique)
+    families = tuple(RequiredFamily(name=a, rescue_query=a, aspect_terms=terms(a), entity=a in entities,
+                                    verbatim=a in verbatim) for a in unique)
     source = PlanSource.AUTO if families else PlanSource.NONE
     return EvidencePlan(families=families, aspects=tuple(unique), source=source, chained=is_chained(question))
 
@@ -371,7 +404,8 @@ def focus_plan(plan: EvidencePlan, aspect_focus: str | None) -> EvidencePlan:
     focus = aspect_focus.strip()
     focus_terms = terms(focus)
     kept = [f for f in plan.families if f.name != focus]
-    first = RequiredFamily(name=focus, rescue_query=focus, aspect_terms=focus_terms)
+    first = RequiredFamily(name=focus, rescue_query=focus, aspect_terms=focus_terms,
+                           verbatim=_IDENT.fullmatch(focus) is not None and is_identifier(focus))
     existing = next((f for f in plan.families if f.name == focus), None)
     aspects = (focus, *[a for a in plan.aspects if a != focus])
     return EvidencePlan(families=(existing or first, *kept), aspects=aspects, source=plan.source,
@@ -438,7 +472,7 @@ def plan_from_dict(data: dict[str, Any]) -> EvidencePlan:
                        source_regex=f.get("source_regex"), doc_ids=tuple(f.get("doc_ids", ())),
                        aspect_terms=tuple(f.get("aspect_terms", ())), record_ids=tuple(f.get("record_ids", ())),
                        min_term_share=float(f.get("min_term_share", _MIN_TERM_SHARE)),
-                       entity=bool(f.get("entity", False)))
+                       entity=bool(f.get("entity", False)), verbatim=bool(f.get("verbatim", False)))
         for f in data.get("families", ()))
     return EvidencePlan(families=families, aspects=tuple(data.get("aspects", ())),
                         source=PlanSource(data.get("source", "caller")), shape=data.get("shape"),

@@ -22,7 +22,7 @@ import numpy as np
 from evidex.config import ChunkingConfig, FamilyRule
 from evidex.embedding.cache import EmbeddingCache, embed_cached
 from evidex.embedding.protocol import Embedder
-from evidex.errors import StoreError
+from evidex.errors import IngestError, StoreError
 from evidex.ingest.chunking import chunk_text
 from evidex.ingest.loaders import LoadFailure
 from evidex.ingest.markdown import clean
@@ -148,6 +148,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
                         "failed to load is not gone, so none was retired")
     elif sync:
         gone = tuple(sorted(d for d in existing if d not in seen and d not in failed_ids))
+        _refuse_a_moved_root(gone, seen, existing)
         emptied += [DocumentWrite(d, "", "", (), np.zeros((0, 0), np.float32)) for d in gone]
     chunks = [c for _, _, doc_chunks in changed for c in doc_chunks]
     total = len(chunks)
@@ -193,6 +194,24 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         without_labels_or_citation=tuple(d.source for d, _, _ in changed
                              if not d.provenance.access_labels or not d.provenance.citation_uri),
         retired_documents=gone, sync_skipped=sync_skipped)
+
+
+def _refuse_a_moved_root(gone: Sequence[str], loaded: set[str], existing: Mapping[str, str]) -> None:
+    """A sync given a subfolder or a single file of the corpus names its documents by shorter paths
+    ("canary-rollouts.md" for "deploy/canary-rollouts.md") and would retire the rest of the index: refuse it."""
+    if not gone:
+        return
+    longer: dict[str, str] = {}
+    for doc_id in existing:
+        parts = doc_id.split("/")
+        for i in range(1, len(parts)):
+            longer.setdefault("/".join(parts[i:]), doc_id)
+    moved = [(new, longer[new]) for new in sorted(loaded) if new not in existing and new in longer]
+    if moved:
+        new, old = moved[0]
+        raise IngestError(f"this sync would retire {len(gone)} documents, and {len(moved)} it loads are indexed "
+                          f"under longer names ({new} as {old}): give the folder you ingested before (documents "
+                          "are named by their path under it), or ingest without --sync")
 
 
 def _with_metadata(doc: Document, overlay: Mapping[str, Mapping[str, Any]] | None,

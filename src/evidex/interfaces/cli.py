@@ -112,6 +112,7 @@ def ingest_cmd(
     with open_engine(config, index, create=True) as engine, progress_bar(sys.stderr.isatty() and not json_out) as bar:
         report = run(lambda: engine.ingest(paths, metadata=metadata, label=label, progress=bar, sync=sync))
         gated = _gated(engine)
+        live = set(engine.store.document_hashes())
     if json_out:
         out.print_json(data=report.to_dict())
         return
@@ -121,7 +122,7 @@ def ingest_cmd(
               f"{report.empty_documents} empty, "
               + (f"{len(report.retired_documents)} retired (gone), " if sync else "")
               + f"{len(report.dead_letters)} dead letters, {report.seconds:.1f} s")
-    _print_problems(report, gated)
+    _print_problems(report, gated, live)
     if report.retired_documents:
         shown = ", ".join(report.retired_documents[:5]) + (" ..." if len(report.retired_documents) > 5 else "")
         out.print(f"  retired: {escape(shown)} ('evidex rollback' restores them)", highlight=False)
@@ -135,12 +136,13 @@ def _gated(engine: Engine) -> bool:
     return bool({AccessRule.name, CitationRule.name} & set(policy.rules))
 
 
-def _print_problems(report: IngestReport, gated: bool) -> None:
-    """Dead letters, and written documents the gate will never admit (a page without access labels is
-    otherwise silently never returned)."""
+def _print_problems(report: IngestReport, gated: bool, live: set[str]) -> None:
+    """Dead letters (saying when the document's previous version still answers), and written documents the
+    gate will never admit (a page without access labels is otherwise silently never returned)."""
     for letter in report.dead_letters:
-        out.print(f"  [yellow]dead letter[/] {escape(letter.location or letter.source)}: {escape(letter.reason)}",
-                  highlight=False)
+        kept = " (its previous version stays live)" if letter.source in live else ""
+        out.print(f"  [yellow]dead letter[/] {escape(letter.location or letter.source)}: {escape(letter.reason)}"
+                  f"{kept}", highlight=False)
     unadmittable = report.without_labels_or_citation
     if unadmittable and gated:
         shown = ", ".join(unadmittable[:5]) + (" ..." if len(unadmittable) > 5 else "")
@@ -262,16 +264,18 @@ def dead_letters_cmd(ctx: typer.Context, config: ConfigOpt = None, index: IndexO
 def dead_letters_retry_cmd(
     ctx: typer.Context,
     metadata: Annotated[Path | None, typer.Option("--metadata")] = None,
+    config: ConfigOpt = None, index: IndexOpt = None,
 ) -> None:
     """Load every dead letter again; those that now load land in a new batch."""
-    config, index = ctx.obj or (None, None)
-    with open_engine(config, index) as engine:
+    given_config, given_index = ctx.obj or (None, None)  # `dead-letters --index X retry` works too
+    with open_engine(config or given_config, index or given_index) as engine:
         report = run(lambda: engine.retry_dead_letters(metadata=metadata))
         gated = _gated(engine)
+        live = set(engine.store.document_hashes())
     fixed = report.documents
     out.print(f"retried: {fixed} now loaded (batch {report.batch_id or '-'}), "
               f"{len(report.dead_letters)} still failing")
-    _print_problems(report, gated)
+    _print_problems(report, gated, live)
 
 
 @app.command("setup")

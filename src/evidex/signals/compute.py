@@ -22,6 +22,9 @@ from evidex.evidence.plan import (
     content_words,
     described_entities,
     described_phrases,
+    holds_verbatim,
+    is_abbreviation,
+    is_identifier,
     terms,
 )
 from evidex.pipeline import SearchOutcome
@@ -259,8 +262,6 @@ def describe_off_topic(found: int, asked: int) -> str:
     return f"{what} in the evidence: it may be off-topic for this index"
 
 
-_COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")  # "long-running": words, not an identifier
-_ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]?", re.I)  # "e.g", "i.e."
 _URL_SCHEME = re.compile(r"\b[a-z][a-z0-9+.-]*://", re.I)
 
 
@@ -273,28 +274,15 @@ def find_unmatched_words(query: str, context: Sequence[Candidate]) -> tuple[int,
     plain = query
     for token in tokens:
         plain = plain.replace(token, " ")
-    identifiers = [t for t in tokens if not _COMPOUND.fullmatch(t) and not _ABBREVIATION.fullmatch(t)]
-    words = content_words(" ".join([plain, *(t for t in tokens if _COMPOUND.fullmatch(t))]))
+    identifiers = [t for t in tokens if is_identifier(t)]
+    words = content_words(" ".join([plain, *(t for t in tokens if not is_identifier(t) and not is_abbreviation(t))]))
     wanted = {term for _, term in words}
     found: set[str] = set()
     for c in context:
         found |= wanted & chunk_terms(c.chunk)[0]
-    texts: dict[int, str] = {}
-
-    def folded_text(i: int) -> str:  # only as far as an identifier's search goes
-        if i not in texts:
-            c = context[i].chunk
-            texts[i] = _folded(f"{c.title}\n{c.heading}\n{c.text}")
-        return texts[i]
-
-    missing = [t for t in identifiers if not any(_folded(t) in folded_text(i) for i in range(len(context)))]
+    missing = [t for t in identifiers if not any(holds_verbatim(c.chunk, t) for c in context)]
     missing += [word for word, term in words if term not in found]
     return len(identifiers) + len(words), missing
-
-
-@lru_cache(maxsize=4096)  # a chunk's text is folded once, not on every question it answers
-def _folded(text: str) -> str:
-    return " ".join(text.split()).casefold()
 
 
 def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, min_question_word_share: float,
@@ -327,8 +315,8 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
     if ratio < threshold:
         # The hop itself is not a phrase to search for: an agent re-queries the missing named aspects, else
         # the descriptions that start from a name ("the composer of Aschenbrodel"), innermost first.
-        focus = (tuple(a for a in cov["aspects_missing"] if a != HOP_ASPECT) or tuple(cov["families_missing"])
-                 or (tuple(described_phrases(outcome.request.query)) if HOP_ASPECT in cov["aspects_missing"]
-                     else ()))
-        return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}", focus=focus)
+        aspects = (tuple(a for a in cov["aspects_missing"] if a != HOP_ASPECT) or tuple(cov["families_missing"])
+                   or (tuple(described_phrases(outcome.request.query)) if HOP_ASPECT in cov["aspects_missing"]
+                       else ()))
+        return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}", focus=aspects)
     return Recommendation("proceed", f"coverage {ratio:.2f}")
