@@ -513,6 +513,22 @@ def test_a_sync_given_part_of_the_corpus_is_refused(make_engine: EngineFactory, 
     assert engine.batches() == batches and engine.stats()["documents"] == 4
 
 
+def test_a_sync_of_the_corpus_that_gained_or_moved_up_a_page_goes_through(make_engine: EngineFactory,
+                                                                          write_corpus: CorpusWriter) -> None:
+    """A top-level page named like a nested one ("_index.md" beside "data/_index.md"), or a page moved up a
+    level, is a shorter name of an indexed one too, but the rest of the corpus is still what was indexed."""
+    corpus = write_corpus({**SMALL, "data/_index.md": "# Data\n\nData section.\n",
+                           "sub/x.md": "# X\n\nXray xwordy.\n"})
+    engine = make_engine()
+    engine.ingest([corpus])
+    (corpus / "_index.md").write_text("# Home\n\nHome page.\n", encoding="utf-8")
+    (corpus / "b.md").unlink()
+    assert engine.ingest([corpus], sync=True).retired_documents == ("b.md",)
+    (corpus / "sub" / "x.md").rename(corpus / "x.md")
+    assert engine.ingest([corpus], sync=True).retired_documents == ("sub/x.md",)
+    assert bm25(engine, "xwordy") == ["x.md"]
+
+
 def test_changing_only_the_overlay_rewrites_the_document(make_engine: EngineFactory,
                                                          write_corpus: CorpusWriter, tmp_path: Path) -> None:
     corpus = write_corpus(SMALL)

@@ -347,8 +347,13 @@ def _family_statuses(plan: EvidencePlan, selected: Sequence[Candidate], ranked: 
         if family.name in cut:
             out.append(FamilyStatus(family.name, "missing"))
             continue
+        # An automatic aspect is the requester's own words: a record they may not read must not tell them it
+        # is there (a declared family may, by the operator's choice). Its candidates come from searches the
+        # requester may read, but a declared family's rescue brings restricted ones into the same pool.
         rejected = [c.chunk.record_id for c in ranked
-                    if c.chunk.record_id in rejected_by_id and family.matches(c.chunk)]
+                    if c.chunk.record_id in rejected_by_id and family.matches(c.chunk)
+                    and (family.is_store_filterable
+                         or rejected_by_id[c.chunk.record_id].reason is not RejectReason.ACCESS)]
         if rejected:
             reasons = sorted({rejected_by_id[r].reason.value for r in rejected})
             out.append(FamilyStatus(family.name, "found-but-rejected", (), tuple(reasons)))

@@ -177,3 +177,18 @@ def test_a_question_cannot_probe_restricted_text_for_a_word(engine: Engine, rest
     security = [_probe(engine, word, SECURITY) for word in words]
     assert all(s["sparse_hits"] > nowhere["sparse_hits"] for s in security)
     assert sum(1 for s in security if s["covered"]) >= len(words) // 2
+
+
+def test_a_focused_identifier_cannot_probe_restricted_text(engine: Engine) -> None:
+    """A question of a declared shape pulls restricted records into the pool (the operator's choice); an aspect
+    focus is the requester's own words, so a restricted record holding it must not make it found-but-rejected.
+    VL_TOKEN occurs only on the restricted break-glass page: it had come back found-but-rejected, and the
+    made-up VL_TOKENZ missing."""
+    def focus_status(code: str) -> dict[str, Any]:
+        result = engine.search_with_reasoning(BREAK_GLASS_QUESTION, aspect_focus=code, principal=ENGINEER,
+                                              retrieved_at=RETRIEVED_AT)
+        return {"status": next(f["status"] for f in result["families"] if f["name"] == code),
+                "recommendation": {**result["decision"]["recommendation"], "focus": None}}
+
+    assert focus_status("VL_TOKEN") == focus_status("VL_TOKENZ")
+    assert focus_status("VL_TOKEN")["status"] == "missing"

@@ -23,7 +23,8 @@ def evidence(text: str, heading: str = "") -> Candidate:
 @pytest.mark.parametrize(("question", "text", "heading", "asked", "missing"), [
     ("Why was VL_LEASE_REVOKED raised?", "Leases expire; VL_LEASE_EXPIRED is raised.", "", 2, ["VL_LEASE_REVOKED"]),
     ("Why was VL_LEASE_REVOKED raised?", "It is raised when a lease is revoked.", "VL_LEASE_REVOKED", 2, []),
-    ("What does `kubectl get pods` print?", "KUBECTL GET  PODS prints a table.", "", 2, []),
+    ("What does `kubectl get pods` print?", "KUBECTL GET  PODS prints a table.", "", 4, []),  # code of words
+    ("Why does TIDEPOOL_IDLE_TIMEOUT fire?", r"Set TIDEPOOL\_IDLE\_TIMEOUT lower or it will fire", "", 2, []),
     ("Is Long-running work retried?", "long running work is retried", "", 4, []),
     ("What is at https://kubernetes.io/docs?", "See kubernetes.io for the docs.", "", 2, []),
     ("Is the k8s-prod cluster named e.g. prod?", "The cluster is named prod.", "", 4, ["k8s-prod"]),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -96,19 +97,35 @@ _ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]?", re.I)  # "e.g", "i.e."
 
 
 def is_identifier(token: str) -> bool:
-    """An error code, a flag, a dotted, snake_case or camelCase name, quoted code: evidence of it holds it
-    whole ("VL_LEASE_REVOKED" is not "VL" and "LEASE" apart). A hyphenated word or an abbreviation is not."""
-    return not _COMPOUND.fullmatch(token) and not is_abbreviation(token)
+    """An error code, a flag, a dotted, snake_case or camelCase name, one-word quoted code: evidence of it
+    holds it whole ("VL_LEASE_REVOKED" is not "VL" and "LEASE" apart). A hyphenated word, an abbreviation or
+    code of several words (a pasted command or log line, with the user's own values in it) is not."""
+    return not _COMPOUND.fullmatch(token) and not is_abbreviation(token) and len(token.split()) == 1
 
 
 def is_abbreviation(token: str) -> bool:
     return _ABBREVIATION.fullmatch(token) is not None
 
 
-@lru_cache(maxsize=8192)  # a chunk's text is folded once, not for every aspect and question it is tested for
+_MARKDOWN_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|~<>])")  # "TIDEPOOL\_IDLE\_TIMEOUT" as written in markdown
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
+_FOLD_CACHED_CHARS = 16_384  # chunks are far smaller (chunking.max_chars); a huge text is folded, not kept
+
+
 def fold(text: str) -> str:
-    """`text` with case and spacing ignored: how an identifier is looked for."""
-    return " ".join(text.split()).casefold()
+    """`text` as an identifier is looked for in it: case, spacing, Unicode form, invisible characters and
+    markdown escapes ignored."""
+    return _fold_cached(text) if len(text) <= _FOLD_CACHED_CHARS else _fold(text)
+
+
+@lru_cache(maxsize=8192)  # a chunk's text is folded once, not for every aspect and question it is tested for
+def _fold_cached(text: str) -> str:
+    return _fold(text)
+
+
+def _fold(text: str) -> str:
+    plain = unicodedata.normalize("NFKC", _MARKDOWN_ESCAPE.sub(r"\1", text)).translate(_INVISIBLE)
+    return " ".join(plain.split()).casefold()
 
 
 def holds_verbatim(chunk: Chunk, token: str) -> bool:

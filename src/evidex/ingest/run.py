@@ -207,7 +207,9 @@ def _refuse_a_moved_root(gone: Sequence[str], loaded: set[str], existing: Mappin
         for i in range(1, len(parts)):
             longer.setdefault("/".join(parts[i:]), doc_id)
     moved = [(new, longer[new]) for new in sorted(loaded) if new not in existing and new in longer]
-    if moved:
+    # A subfolder given alone loads nothing under its indexed names; a corpus that only gained a top-level
+    # page ("_index.md" beside "data/_index.md") or moved a file up loads mostly what it held.
+    if len(moved) > len(loaded & existing.keys()):
         new, old = moved[0]
         raise IngestError(f"this sync would retire {len(gone)} documents, and {len(moved)} it loads are indexed "
                           f"under longer names ({new} as {old}): give the folder you ingested before (documents "

@@ -112,7 +112,7 @@ def ingest_cmd(
     with open_engine(config, index, create=True) as engine, progress_bar(sys.stderr.isatty() and not json_out) as bar:
         report = run(lambda: engine.ingest(paths, metadata=metadata, label=label, progress=bar, sync=sync))
         gated = _gated(engine)
-        live = set(engine.store.document_hashes())
+        live = set(engine.store.document_hashes()) if report.dead_letters else set()
     if json_out:
         out.print_json(data=report.to_dict())
         return
@@ -271,7 +271,7 @@ def dead_letters_retry_cmd(
     with open_engine(config or given_config, index or given_index) as engine:
         report = run(lambda: engine.retry_dead_letters(metadata=metadata))
         gated = _gated(engine)
-        live = set(engine.store.document_hashes())
+        live = set(engine.store.document_hashes()) if report.dead_letters else set()
     fixed = report.documents
     out.print(f"retried: {fixed} now loaded (batch {report.batch_id or '-'}), "
               f"{len(report.dead_letters)} still failing")
