@@ -153,6 +153,16 @@ def test_dead_letters_and_retry(invoke: Invoke, corpus: Path) -> None:
     assert [r["source"] for r in found["results"]] == ["latin.md"]
 
 
+def test_a_retry_resolves_the_letter_of_a_deleted_file(invoke: Invoke, corpus: Path) -> None:
+    """Nothing is left to retry: it had failed ("cannot read") on every retry, its attempts growing."""
+    (corpus / "blob.md").write_bytes(b"\x00 binary")
+    ok(invoke("ingest", str(corpus)))
+    (corpus / "blob.md").unlink()
+    out = ok(invoke("dead-letters", "retry")).stdout
+    assert "0 still failing" in out and "1 dead letter(s) resolved" in out and "blob.md" in out
+    assert ok(invoke("dead-letters")).stdout.strip() == "no dead letters"
+
+
 def test_a_bad_config_file_is_exit_3_with_one_line(invoke: Invoke, tmp_path: Path) -> None:
     folder = tmp_path / "[draft]"  # brackets must survive the terminal markup
     folder.mkdir()

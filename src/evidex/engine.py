@@ -146,6 +146,10 @@ class Engine:
         now_loading: list[str] = []
         seen: set[tuple[str, str]] = set()
         for letter in self.store.dead_letters():
+            target = _letter_target(letter)
+            if target.is_absolute() and not target.exists():  # its file was deleted: nothing is left to retry
+                now_loading.append(letter.source)
+                continue
             reloaded = [_still_duplicate(item, letter, live) for item in _reload(letter)]
             # A file can be named twice (by its own letter and by its directory's): loaded once, failed once.
             keys = [("failure", f"{i.source}\0{i.reason}") if isinstance(i, LoadFailure) else ("document", i.doc_id)
@@ -293,6 +297,13 @@ def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
     return [load_file(Path(path), source)]
 
 
+def _letter_target(letter: DeadLetter) -> Path:
+    """The file (or directory) a dead letter names: a JSONL line's file without its line number."""
+    path = letter.path or letter.location
+    file, _, line = path.rpartition(":")
+    return Path(file if file and line.isdigit() else path)
+
+
 def _settled_letters(letters: Sequence[DeadLetter], roots: Sequence[str | Path], *, sync: bool) -> list[str]:
     """The dead letters an ingest of `roots` settles unless it fails them again: a directory under them that
     could not be listed (listed now, its documents load or fail on their own), and for a sync, a file deleted
@@ -300,9 +311,7 @@ def _settled_letters(letters: Sequence[DeadLetter], roots: Sequence[str | Path],
     under = [Path(r).absolute() for r in roots]
     out = []
     for letter in letters:
-        path = letter.path or letter.location
-        file, _, line = path.rpartition(":")
-        target = Path(file if file and line.isdigit() else path)
+        target = _letter_target(letter)
         if not target.is_absolute() or not any(r == target or r in target.parents for r in under):
             continue
         if letter.source.endswith("/") or (sync and not target.exists()):

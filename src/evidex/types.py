@@ -173,6 +173,7 @@ class IngestReport:
     # written documents with no access label or no citation URI: the default gate never admits them
     without_labels_or_citation: tuple[str, ...] = ()
     retired_documents: tuple[str, ...] = ()  # live documents gone from the corpus of a sync ingest (doc ids)
+    resolved_dead_letters: tuple[str, ...] = ()  # letters this batch settled: loaded now, or their file deleted
     sync_skipped: str = ""  # why a sync ingest retired nothing (a failure that names no document)
 
     def to_dict(self) -> dict[str, Any]:
@@ -190,5 +191,6 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "without_labels_or_citation": list(self.without_labels_or_citation),
             "retired_documents": list(self.retired_documents),
+            "resolved_dead_letters": list(self.resolved_dead_letters),
             "sync_skipped": self.sync_skipped,
         }

@@ -193,7 +193,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         cached=total - computed, seconds=time.perf_counter() - started,
         without_labels_or_citation=tuple(d.source for d, _, _ in changed
                              if not d.provenance.access_labels or not d.provenance.citation_uri),
-        retired_documents=gone, sync_skipped=sync_skipped)
+        retired_documents=gone, sync_skipped=sync_skipped, resolved_dead_letters=resolved if batch_id else ())
 
 
 def _refuse_a_moved_root(gone: Sequence[str], loaded: set[str], existing: Mapping[str, str]) -> None:

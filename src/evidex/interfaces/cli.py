@@ -143,6 +143,10 @@ def _print_problems(report: IngestReport, gated: bool, live: set[str]) -> None:
         kept = " (its previous version stays live)" if letter.source in live else ""
         out.print(f"  [yellow]dead letter[/] {escape(letter.location or letter.source)}: {escape(letter.reason)}"
                   f"{kept}", highlight=False)
+    if report.resolved_dead_letters:
+        names = report.resolved_dead_letters
+        out.print(f"  {len(names)} dead letter(s) resolved (loaded now, or the file was deleted): "
+                  f"{escape(', '.join(names[:5]) + (' ...' if len(names) > 5 else ''))}", highlight=False)
     unadmittable = report.without_labels_or_citation
     if unadmittable and gated:
         shown = ", ".join(unadmittable[:5]) + (" ..." if len(unadmittable) > 5 else "")
