@@ -163,6 +163,19 @@ def test_the_terminal_shows_an_expired_page_once_with_its_chunk_count(engine: En
     assert (f"×{len(expired)} chunks" in lines[0]) == (len(expired) > 1)
 
 
+def test_the_terminal_shows_no_aspect_coverage_for_a_plan_without_aspects(engine: Engine) -> None:
+    """A vacuous 1.00 beside "off-topic: re-query" read as a contradiction."""
+    shown = {}
+    for question in ("How should I configure my team's holiday calendar?",
+                     "How do I rotate the transit key, and how do I roll back a bad release?"):
+        result = engine.search_with_reasoning(question, principal=ENGINEER, retrieved_at=RETRIEVED_AT)
+        console = Console(record=True, width=200)
+        render_result(console, result)
+        shown[bool(result["plan"]["aspects"])] = console.export_text()
+    assert "aspect coverage n/a (no aspects)" in shown[False]
+    assert "aspect coverage 1.00" in shown[True]
+
+
 
 def test_a_successor_the_requester_may_not_read_is_not_named(tmp_path: Path, cache_dir: Path,
                                                              embedder: Embedder) -> None:

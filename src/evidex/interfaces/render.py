@@ -35,7 +35,9 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
     console.print(f"decision: {line}")
     sig = result["signals"]
     cov = sig["coverage"]
-    console.print(f"confidence {sig['confidence']:.2f} · aspect coverage {cov['ratio']:.2f} · "
+    # A plan without aspects covers nothing to measure: its ratio of 1.00 beside an off-topic re-query misled.
+    aspects = f"{cov['ratio']:.2f}" if cov["aspects_covered"] or cov["aspects_missing"] else "n/a (no aspects)"
+    console.print(f"confidence {sig['confidence']:.2f} · aspect coverage {aspects} · "
                   f"{sig['source_diversity']['sources']} sources · plan: {result['plan']['source']}"
                   f"{' (' + result['plan']['shape'] + ')' if result['plan']['shape'] else ''}")
     if result["families"]:

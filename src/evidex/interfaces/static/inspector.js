@@ -71,7 +71,8 @@
     meter.firstChild.style.width = Math.max(0, Math.min(1, conf)) * 100 + "%";
     const confidence = el("span", {id: "confidence"}, conf.toFixed(2));
     facts.append(el("dt", {}, "confidence"), el("dd", {}, meter, " ", confidence));
-    fact("aspect coverage", Number(sig.coverage.ratio).toFixed(2));
+    const planned = sig.coverage.aspects_covered.length + sig.coverage.aspects_missing.length;
+    fact("aspect coverage", planned ? Number(sig.coverage.ratio).toFixed(2) : "n/a (no aspects)");
     const principal = req.principal ? req.principal.name + " [" + req.principal.labels.join(", ") + "]" : "-";
     fact("principal", principal, "principal");
     fact("retrieved at", req.retrieved_at);
