@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evidex.config import ChunkingConfig, FamilyRule
+from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine
 from evidex.errors import IngestError
 from evidex.ingest.chunking import chunk_text
@@ -574,3 +575,50 @@ def test_chunking_config_is_part_of_the_document_hash(make_engine: EngineFactory
     make_engine().ingest([corpus])
     report = make_engine(chunking=ChunkingConfig(max_chars=500)).ingest([corpus])
     assert report.replaced_documents == 3
+
+
+_SYNC_TEXTS = ("# A\n\nalpha apples grow.\n", "# B\n\nbeta bananas ripen.\n", "# C\n\ngamma cherries fall.\n")
+_SYNC_NAMES = ("a.md", "sub/b.md", "sub/deep/c.md", "d.md")
+_SYNC_STEP = st.one_of(
+    st.tuples(st.just("write"), st.sampled_from(_SYNC_NAMES), st.integers(0, len(_SYNC_TEXTS) - 1)),
+    st.tuples(st.just("delete"), st.sampled_from(_SYNC_NAMES), st.just(0)),
+    st.tuples(st.just("break"), st.sampled_from(_SYNC_NAMES), st.just(0)),
+)
+
+
+@given(rounds=st.lists(st.lists(_SYNC_STEP, min_size=1, max_size=3), min_size=1, max_size=4))
+def test_a_sync_leaves_exactly_the_files_that_load_plus_the_last_good_version_of_broken_ones(
+        embedder: Embedder, cache_dir: Path, rounds: list[list[tuple[str, str, int]]]) -> None:
+    """Files written, deleted and broken between syncs: the live documents are the files that load, plus
+    the previous version of a file that fails now; rolling back the last sync restores what was live."""
+    from tempfile import TemporaryDirectory
+
+    from tests.conftest import engine_config
+
+    with TemporaryDirectory() as tmp:
+        root = Path(tmp) / "docs"
+        (root / "sub" / "deep").mkdir(parents=True)
+        (root / "keep.md").write_text(_SYNC_TEXTS[0], encoding="utf-8")  # the folder never empties
+        with Engine.open(engine_config(Path(tmp) / "idx", cache_dir), embedder=embedder) as engine:
+            engine.ingest([root])
+            broken: set[str] = set()
+            before: set[str] = set()
+            for steps in rounds:
+                for kind, name, text in steps:
+                    path = root / name
+                    if kind == "delete":
+                        path.unlink(missing_ok=True)
+                        broken.discard(name)
+                    elif kind == "break":
+                        path.write_bytes(b"\x00 not text")
+                        broken.add(name)
+                    else:
+                        path.write_text(_SYNC_TEXTS[text], encoding="utf-8")
+                        broken.discard(name)
+                before = set(engine.store.document_hashes())
+                report = engine.ingest([root], sync=True)
+                present = {"keep.md", *(n for n in _SYNC_NAMES if (root / n).exists())}
+                assert set(engine.store.document_hashes()) == (present - broken) | (present & broken & before)
+            if report.batch_id:
+                engine.rollback()
+                assert set(engine.store.document_hashes()) == before
