@@ -315,11 +315,9 @@ def _split_conjoined(span: str) -> list[str]:
 def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     """Aspects from the question alone, most specific first: identifiers and quoted strings, multi-word
     names, then sub-questions, then single-word names."""
-    identifiers: list[str] = []
-    for pattern in (_CODE, _QUOTED):
-        identifiers.extend(m.group(1).strip() for m in pattern.finditer(question))
+    code = [m.group(1).strip() for m in _CODE.finditer(question)]
+    identifiers = [*code, *(m.group(1).strip() for m in _QUOTED.finditer(question))]
     plain = _QUOTED.sub(" ", _CODE.sub(" ", question))
-    code = {m.group(1).strip() for m in _CODE.finditer(question)}
     named = [m.group(1) for m in _IDENT.finditer(plain) if not m.group(1).replace(".", "").isdigit()]
     identifiers.extend(named)
     # Code and identifier-like names are met only whole; a quoted title ("Kiss and Tell") by its words.

@@ -46,7 +46,7 @@ import numpy.typing as npt
 from evidex.errors import BackendUnavailable, ConfigError, StoreError
 from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import STOPWORDS
-from evidex.stores.protocol import BatchWrite, describe_model_mismatch
+from evidex.stores.protocol import BatchWrite, model_after
 from evidex.stores.rows import chunk_from_row
 from evidex.stores.transfer import DeadLetterEvent, IndexLog, StoredRow
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
@@ -379,7 +379,7 @@ class MilvusStore:
         with self._lock:
             state = self._writable_state()
             self._check_batch(batch)
-            model = self._model_after(state, batch)
+            model = model_after(state.get("embedding_model") or None, batch, self._is_empty)  # named at the commit
             added = sum(len(d.chunks) for d in batch.documents)
             doc_ids = [d.doc_id for d in batch.documents]
             old = self._query_in("doc_id", doc_ids, 'retired_by == ""', _ROW_FIELDS, paged=True)
@@ -425,17 +425,6 @@ class MilvusStore:
                                      f"yet ({again}); the next open repairs it") from None
                 raise StoreError(f"batch {batch.batch_id} was not committed: {exc}") from None
         return info
-
-    def _model_after(self, state: dict[str, Any], batch: BatchWrite) -> str | None:
-        """The index's embedder once `batch` commits (recorded at the commit point only, so a batch that fails
-        records nothing): the first batch with vectors names it, a batch from another one is refused, and an
-        index written before evidex recorded it (it holds vectors, none named) is left unchecked."""
-        have: str | None = state.get("embedding_model") or None
-        if not batch.embedding_model or not any(d.chunks for d in batch.documents):
-            return have
-        if have is not None and have != batch.embedding_model:
-            raise StoreError(describe_model_mismatch(have, batch.embedding_model))
-        return have or (batch.embedding_model if self._is_empty() else None)
 
     def _is_empty(self) -> bool:
         return not self._query(self.collection, 'pk != ""', ["count(*)"])[0]["count(*)"]

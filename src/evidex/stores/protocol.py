@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from evidex.errors import StoreError
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
 
@@ -85,6 +86,17 @@ class Store(Protocol):
 
     def close(self) -> None:
         ...
+
+
+def model_after(recorded: str | None, batch: BatchWrite, index_is_empty: Callable[[], bool]) -> str | None:
+    """The index's model once `batch` commits (every store applies this one rule): the first batch with vectors
+    names it, a batch from another model is refused, and an index written before evidex recorded its model (it
+    holds vectors, none named) stays unnamed: the batch's model need not be the one of the vectors there."""
+    if not batch.embedding_model or not any(d.chunks for d in batch.documents):
+        return recorded
+    if recorded is not None and recorded != batch.embedding_model:
+        raise StoreError(describe_model_mismatch(recorded, batch.embedding_model))
+    return recorded or (batch.embedding_model if index_is_empty() else None)
 
 
 def describe_model_mismatch(index_model: str, other: str) -> str:

@@ -25,7 +25,7 @@ from evidex.errors import StoreError
 from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import fts_query
 from evidex.stores.dense import DenseIndex
-from evidex.stores.protocol import BatchWrite, describe_model_mismatch
+from evidex.stores.protocol import BatchWrite, model_after
 from evidex.stores.rows import chunk_from_row
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
@@ -222,20 +222,19 @@ class SqliteStore:
 
     def embedding_model(self) -> str | None:
         with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key='embedding_model'").fetchone()
+            return self._recorded_model()
+
+    def _recorded_model(self) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key='embedding_model'").fetchone()
         return None if row is None else str(row[0])
 
     def _record_model(self, batch: BatchWrite) -> None:
-        """The first batch with vectors names the index's embedder; a batch from another one is refused. An
-        index written before evidex recorded it (it holds vectors, none named) is left unchecked: the batch's
-        embedder need not be the one of the vectors already there."""
-        if not batch.embedding_model or not any(d.chunks for d in batch.documents):
-            return
-        row = self._db.execute("SELECT value FROM meta WHERE key='embedding_model'").fetchone()
-        if row is None and self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None:
-            self._db.execute("INSERT INTO meta VALUES ('embedding_model', ?)", (batch.embedding_model,))
-        elif row is not None and row[0] != batch.embedding_model:
-            raise StoreError(describe_model_mismatch(row[0], batch.embedding_model))
+        """Inside the batch's transaction: `model_after` names the index's model, or refuses the batch."""
+        recorded = self._recorded_model()
+        model = model_after(recorded, batch, lambda: self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone()
+                            is None)
+        if model is not None and recorded is None:
+            self._db.execute("INSERT INTO meta VALUES ('embedding_model', ?)", (model,))
 
     def _retire(self, rowids: Sequence[int], batch_id: str) -> None:
         for rowid in rowids:
