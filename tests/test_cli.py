@@ -109,7 +109,7 @@ def test_rollback(invoke: Invoke, corpus: Path) -> None:
     second = as_json(invoke("ingest", str(corpus), "--json"))
     assert (second["replaced_documents"], second["unchanged_documents"]) == (1, 2)
     out = ok(invoke("rollback")).stdout
-    assert f"rolled back batch {second['batch_id']}" in out and "1 documents restored" in out
+    assert f"rolled back batch {second['batch_id']}" in out and "1 document restored" in out
     found = as_json(invoke("search", "quota", "--json", "--mode", "bm25"))
     assert "namespace memory" in found["results"][0]["text"]
     table = ok(invoke("batches")).stdout
@@ -128,7 +128,8 @@ def test_sync_ingest_retires_deleted_files_and_says_which(invoke: Invoke, corpus
     out = ok(invoke("ingest", str(corpus), "--sync")).stdout
     assert "1 retired (gone)" in out and "retired: quota.md" in out
     assert as_json(invoke("stats"))["documents"] == len(CORPUS) - 1
-    assert "1 documents restored" in ok(invoke("rollback")).stdout
+    assert "documents 0 replaced, 1 retired" in ok(invoke("batches")).stdout  # a retirement is not a replacement
+    assert "1 document restored" in ok(invoke("rollback")).stdout
     first = sorted(CORPUS)[0]
     (corpus / first).write_bytes(b"\x00 broken")
     out = ok(invoke("ingest", str(corpus), "--sync")).stdout
@@ -200,7 +201,9 @@ def test_batches_shows_whole_batch_ids_at_80_columns(invoke: Invoke, corpus: Pat
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     report = as_json(invoke("ingest", str(corpus), "--json", "--label", "a label long enough to need room"))
     monkeypatch.setattr(cli.out, "_width", 80)
-    assert report["batch_id"] in ok(invoke("batches")).stdout
+    listing = ok(invoke("batches")).stdout
+    assert report["batch_id"] in listing and "a label long enough to need room" in " ".join(listing.split())
+    assert max(len(line) for line in listing.splitlines()) <= 80
 
 
 def test_a_mistyped_path_or_index_is_an_error_not_an_empty_answer(tmp_path: Path) -> None:

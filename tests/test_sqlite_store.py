@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from evidex.errors import StoreError
+from evidex.stores.protocol import DocumentWrite
 from evidex.stores.sqlite import INDEX_FILE, SqliteStore
 from evidex.testing.store_contract import (
     DIM,
@@ -120,6 +122,22 @@ def test_a_file_from_a_newer_schema_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="schema 99"):
         SqliteStore(tmp_path / "idx")
 
+
+
+def test_an_index_from_before_retired_counts_opens_with_its_batches_intact(tmp_path: Path) -> None:
+    """Schema 4 added `batches.retired`; an index written at schema 3 migrates in place, counting none."""
+    with closing(SqliteStore(tmp_path / "idx")) as old:
+        old.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha")], [axis(0)]), label="before"))
+    db = sqlite3.connect(tmp_path / "idx" / INDEX_FILE)
+    db.execute("ALTER TABLE batches DROP COLUMN retired")
+    db.execute("PRAGMA user_version = 3")
+    db.commit()
+    db.close()
+    with closing(SqliteStore(tmp_path / "idx")) as store:
+        assert [(b.batch_id, b.added, b.replaced, b.retired, b.label) for b in store.batches()] == [
+            ("b1", 1, 0, 0, "before")]
+        gone = store.commit_batch(batch("b2", DocumentWrite("A", "A.md", "h", (), np.zeros((0, DIM), np.float32))))
+        assert (gone.replaced, gone.retired) == (0, 1)
 
 
 @pytest.fixture

@@ -145,6 +145,7 @@ class BatchInfo:
     unchanged: int
     dead_letters: int
     label: str = ""
+    retired: int = 0  # documents retired without a successor (gone from the corpus of a sync ingest)
 
 
 @dataclass(frozen=True)

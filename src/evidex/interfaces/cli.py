@@ -227,12 +227,17 @@ def batches_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
     """Every ingest batch with its status."""
     with open_engine(config, index) as engine:
         batches = run(engine.batches)
-    table = Table("status", "added", "replaced", "unchanged", "dead letters", "finished", "label")
-    table.add_column("batch", no_wrap=True, min_width=24)
-    for b in batches:
-        table.add_row(b.status, str(b.added), str(b.replaced), str(b.unchanged), str(b.dead_letters),
-                      b.finished_at.isoformat() if b.finished_at else "-", b.label, b.batch_id)
-    out.print(table)
+    if not batches:
+        out.print("no batches yet: `evidex ingest PATH` writes the first")
+    for b in batches:  # two lines each: a table of nine columns is unreadable in 80 columns
+        finished = b.finished_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if b.finished_at else "-"
+        out.print(f"[bold]{b.batch_id}[/]  {b.status:<11}  {finished}  {escape(b.label)}")
+        out.print(f"  +{b.added} chunks · documents {b.replaced} replaced, {b.retired} retired, "
+                  f"{b.unchanged} unchanged · {b.dead_letters} dead letters", highlight=False)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 @app.command("rollback")
@@ -244,7 +249,7 @@ def rollback_cmd(
     with open_engine(config, index) as engine:
         info = run(lambda: engine.rollback(batch_id))
     out.print(f"rolled back batch [bold]{info.batch_id}[/] ({info.added} chunks removed, "
-              f"{info.replaced} documents restored)")
+              f"{_count(info.replaced + info.retired, 'document')} restored)")
 
 
 @dead_letters_app.callback()

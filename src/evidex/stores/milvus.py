@@ -338,7 +338,8 @@ class MilvusStore:
         """`model`: the index's embedder once the batch commits (repair restores it from the commit point)."""
         body = {"label": info.label, "started_at": format_time(info.started_at),
                 "finished_at": format_time(info.finished_at), "added": info.added, "replaced": info.replaced,
-                "unchanged": info.unchanged, "dead_letters": info.dead_letters, "embedding_model": model}
+                "retired": info.retired, "unchanged": info.unchanged, "dead_letters": info.dead_letters,
+                "embedding_model": model}
         return {"key": f"batch:{info.batch_id}", "kind": "batch", "seq": seq, "batch_id": info.batch_id,
                 "status": info.status, "body": json.dumps(body)}
 
@@ -357,7 +358,7 @@ class MilvusStore:
         return BatchInfo(batch_id=row["batch_id"], started_at=_iso(body["started_at"]) or _now(),
                          finished_at=_iso(body["finished_at"]), status=row["status"], added=body["added"],
                          replaced=body["replaced"], unchanged=body["unchanged"],
-                         dead_letters=body["dead_letters"], label=body["label"])
+                         dead_letters=body["dead_letters"], label=body["label"], retired=body.get("retired", 0))
 
     def _set_retired(self, rows: list[dict[str, Any]], retired_by: str) -> None:
         if rows:
@@ -383,10 +384,12 @@ class MilvusStore:
             added = sum(len(d.chunks) for d in batch.documents)
             doc_ids = [d.doc_id for d in batch.documents]
             old = self._query_in("doc_id", doc_ids, 'retired_by == ""', _ROW_FIELDS, paged=True)
-            replaced = len({r["doc_id"] for r in old})
+            had_rows = {r["doc_id"] for r in old}
+            retired = sum(1 for d in batch.documents if d.doc_id in had_rows and not d.chunks)
+            replaced = len(had_rows) - retired
             seq = int(state["seq"])
             pending = BatchInfo(batch.batch_id, started, None, "pending", added, replaced, batch.unchanged,
-                                len(batch.dead_letters), batch.label)
+                                len(batch.dead_letters), batch.label, retired)
             seq += 1
             batch_seq = seq
             new: list[dict[str, Any]] = []
@@ -413,7 +416,7 @@ class MilvusStore:
                 self._set_retired(old, batch.batch_id)  # 4. the replaced chunks leave the live set
                 self._set_retired(new, "")  # 5. the new ones enter it
                 info = BatchInfo(batch.batch_id, started, _now(), "committed", added, replaced, batch.unchanged,
-                                 len(batch.dead_letters), batch.label)
+                                 len(batch.dead_letters), batch.label, retired)
                 self._put_meta([self._batch_row(info, batch_seq, model)])  # 6. the commit point
                 self._put_state({**state, "seq": seq, "generation": int(state["generation"]) + 1,
                                  "last": batch.batch_id, "embedding_model": model})

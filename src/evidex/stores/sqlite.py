@@ -85,6 +85,10 @@ MIGRATIONS = [
     DROP INDEX records_retired;
     CREATE INDEX records_retired ON records(retired_by) WHERE retired_by IS NOT NULL;
     """,
+    # 4: a batch counts the documents it retired without a successor apart from those it replaced.
+    """
+    ALTER TABLE batches ADD COLUMN retired INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 _BM25 = "bm25(records_fts, ?, 1.0)"  # (title, text) column weights: the title weight is a setting
@@ -103,6 +107,13 @@ def _now() -> str:
 
 def _time(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def row_to_batch(r: sqlite3.Row) -> BatchInfo:
+    return BatchInfo(batch_id=r["batch_id"], started_at=_time(r["started_at"]) or datetime.now(UTC),
+                     finished_at=_time(r["finished_at"]), status=r["status"], added=r["added"],
+                     replaced=r["replaced"], unchanged=r["unchanged"], dead_letters=r["dead_letters"],
+                     label=r["label"], retired=r["retired"])
 
 
 def row_to_chunk(row: sqlite3.Row) -> Chunk:
@@ -167,14 +178,15 @@ class SqliteStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                replaced = 0
+                replaced = retired = 0
                 self._check_dimension(batch)
                 self._record_model(batch)
                 for doc in batch.documents:
                     old = [r[0] for r in self._db.execute(
                         "SELECT rowid FROM records WHERE doc_id=? AND retired_by IS NULL", (doc.doc_id,))]
                     if old:
-                        replaced += 1
+                        replaced += bool(doc.chunks)
+                        retired += not doc.chunks
                         self._retire(old, batch.batch_id)
                     for chunk, vector in zip(doc.chunks, doc.vectors, strict=True):
                         self._insert(chunk, doc.doc_hash, batch.batch_id, vector)
@@ -191,8 +203,8 @@ class SqliteStore:
                 added = sum(len(d.chunks) for d in batch.documents)
                 self._db.execute(
                     "INSERT INTO batches (batch_id, label, started_at, finished_at, status, added, replaced, "
-                    "unchanged, dead_letters) VALUES (?,?,?,?,?,?,?,?,?)",
-                    (batch.batch_id, batch.label, started, _now(), "committed", added, replaced,
+                    "retired, unchanged, dead_letters) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (batch.batch_id, batch.label, started, _now(), "committed", added, replaced, retired,
                      batch.unchanged, len(batch.dead_letters)))
                 self._bump_generation()
                 self._db.execute("COMMIT")
@@ -402,10 +414,7 @@ class SqliteStore:
             r = self._db.execute("SELECT * FROM batches WHERE batch_id=?", (batch_id,)).fetchone()
         if r is None:
             raise StoreError(f"unknown batch {batch_id!r}")
-        return BatchInfo(batch_id=r["batch_id"], started_at=_time(r["started_at"]) or datetime.now(UTC),
-                         finished_at=_time(r["finished_at"]), status=r["status"], added=r["added"],
-                         replaced=r["replaced"], unchanged=r["unchanged"], dead_letters=r["dead_letters"],
-                         label=r["label"])
+        return row_to_batch(r)
 
     def dead_letters(self) -> list[DeadLetter]:
         with self._lock:

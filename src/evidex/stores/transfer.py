@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from evidex.errors import StoreError
 from evidex.ingest.provenance import format_time
-from evidex.stores.sqlite import SqliteStore, row_to_chunk
+from evidex.stores.sqlite import SqliteStore, row_to_batch, row_to_chunk
 from evidex.types import BatchInfo, Chunk, Provenance
 
 FORMAT = "evidex-index"
@@ -222,14 +222,14 @@ def _row_from_json(d: dict[str, Any], vector: npt.NDArray[np.float32]) -> Stored
 def _batch_to_json(b: BatchInfo) -> dict[str, Any]:
     return {"batch_id": b.batch_id, "label": b.label, "status": b.status, "started_at": format_time(b.started_at),
             "finished_at": format_time(b.finished_at), "added": b.added, "replaced": b.replaced,
-            "unchanged": b.unchanged, "dead_letters": b.dead_letters}
+            "retired": b.retired, "unchanged": b.unchanged, "dead_letters": b.dead_letters}
 
 
 def _batch_from_json(d: dict[str, Any]) -> BatchInfo:
     return BatchInfo(batch_id=d["batch_id"], started_at=_time(d["started_at"]) or datetime.now(UTC),
                      finished_at=_time(d["finished_at"]), status=d["status"], added=d["added"],
                      replaced=d["replaced"], unchanged=d["unchanged"], dead_letters=d["dead_letters"],
-                     label=d["label"])
+                     label=d["label"], retired=d.get("retired", 0))  # exports before 'retired' counted none
 
 
 def _event_to_json(e: DeadLetterEvent) -> dict[str, Any]:
@@ -271,12 +271,7 @@ class SqliteTransfer:
     def export_log(self) -> IndexLog:
         db = self._connect()
         try:
-            batches = tuple(
-                BatchInfo(batch_id=r["batch_id"], started_at=_time(r["started_at"]) or datetime.now(UTC),
-                          finished_at=_time(r["finished_at"]), status=r["status"], added=r["added"],
-                          replaced=r["replaced"], unchanged=r["unchanged"], dead_letters=r["dead_letters"],
-                          label=r["label"])
-                for r in db.execute("SELECT * FROM batches ORDER BY seq"))
+            batches = tuple(row_to_batch(r) for r in db.execute("SELECT * FROM batches ORDER BY seq"))
             events = tuple(
                 DeadLetterEvent(source=r["source"], kind=r["kind"], batch_id=r["batch_id"],
                                 at=_time(r["at"]) or datetime.now(UTC), reason=r["reason"],
@@ -301,9 +296,9 @@ class SqliteTransfer:
                 for b in log.batches:
                     db.execute(
                         "INSERT INTO batches (batch_id, label, started_at, finished_at, status, added, replaced, "
-                        "unchanged, dead_letters) VALUES (?,?,?,?,?,?,?,?,?)",
+                        "retired, unchanged, dead_letters) VALUES (?,?,?,?,?,?,?,?,?,?)",
                         (b.batch_id, b.label, format_time(b.started_at), format_time(b.finished_at), b.status,
-                         b.added, b.replaced, b.unchanged, b.dead_letters))
+                         b.added, b.replaced, b.retired, b.unchanged, b.dead_letters))
                 for e in log.events:
                     db.execute(
                         "INSERT INTO dead_letter_events (source, kind, reason, location, path, batch_id, at) "

@@ -407,8 +407,11 @@ class StoreContract:
         later batch could retire, so the later version must still stop it being rolled back alone; then the
         old text would answer beside the new."""
         store.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha old")], [axis(0)])))
-        store.commit_batch(batch("b2", DocumentWrite("A", "A.md", "h-empty", (), np.zeros((0, DIM), np.float32))))
+        emptied = store.commit_batch(batch("b2", DocumentWrite("A", "A.md", "h-empty", (),
+                                                               np.zeros((0, DIM), np.float32))))
         assert store.search_sparse("alpha", 10) == [] and store.document_hashes() == {}
+        assert (emptied.replaced, emptied.retired) == (0, 1)  # retired without a successor, not replaced
+        assert [(b.replaced, b.retired) for b in store.batches()] == [(0, 0), (0, 1)]
         store.commit_batch(batch("b3", document([make_chunk("A", 0, "alpha new")], [axis(1)])))
         with pytest.raises(StoreError, match="b3"):
             store.rollback("b2")
