@@ -238,3 +238,14 @@ def test_ingest_names_the_documents_the_gate_will_never_admit(tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     assert "1 document(s) the gate will never admit" in result.stdout and "bare.md" in result.stdout
     assert "ok.md" not in result.stdout.split("never admit")[1]
+
+
+def test_ask_numbers_its_evidence_and_says_when_it_is_not_enough(invoke: Invoke, corpus: Path) -> None:
+    """The final evidence had been listed as "[1] uri" with 1 the round it came from, read as a citation number;
+    and evidence the loop ended without accepting was listed like an answer."""
+    ok(invoke("ingest", str(corpus)))
+    answered = ok(invoke("ask", "How do I route external traffic through the gateway?", "--labels", "eng")).stdout
+    assert "final: proceed" in answered and "evidence, " in answered and "not enough" not in answered
+    assert "   1. https://docs.example.com/ingress#ingress  (round 1)" in answered
+    off_topic = ok(invoke("ask", "How should I plan the office holiday calendar?", "--labels", "eng")).stdout
+    assert "final: proceed" not in off_topic and "(not enough to answer: " in off_topic

@@ -549,8 +549,14 @@ def ask_cmd(
             out.print(f"  [green]{escape(r['note'])}[/]")
     out.print(f"final: [bold]{transcript.final_action}[/] — {escape(transcript.final_reason)}"
               f"{'; ask ' + escape(transcript.owner) if transcript.owner else ''}")
-    for c in transcript.evidence.values():
-        out.print(f"  [{c['round']}] {escape(c['citation'] or c['source'])}", highlight=False)
+    if not transcript.evidence:
+        return
+    # Evidence the loop did not accept is still shown, and said to be so: it is what an agent would cite.
+    verdict = "" if transcript.final_action == "proceed" else f" (not enough to answer: {transcript.final_action})"
+    out.print(f"evidence, {_count(len(transcript.evidence), 'chunk')}{verdict}:")
+    for number, c in enumerate(transcript.evidence.values(), 1):
+        out.print(f"  {number:>2}. {escape(c['citation'] or c['source'])}  [dim](round {c['round']})[/]",
+                  highlight=False)
 
 
 from evidex.interfaces.cli_agents import register  # noqa: E402 - last: cli_agents imports the helpers above
