@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import sys
 import threading
@@ -247,6 +249,28 @@ def test_load_embedder_onnx_reuses_the_cached_export(tmp_path: Path, onnx_dir: P
     assert isinstance(embedder, OnnxEmbedder)
     assert (target / MODEL_FILE).stat().st_mtime_ns == mtime
     assert embedder.fingerprint == OnnxEmbedder(onnx_dir).fingerprint
+
+
+def test_the_fingerprint_names_the_export_itself(onnx_dir: Path) -> None:
+    """Two exports of one model (another recipe, other library versions) make different vectors: the embedding
+    cache is keyed by the fingerprint, so it must tell them apart, not only name the source weights."""
+    model_sha = hashlib.sha256((onnx_dir / MODEL_FILE).read_bytes()).hexdigest()
+    assert read_manifest(onnx_dir)["model_sha256"] == model_sha
+    assert OnnxEmbedder(onnx_dir).fingerprint.endswith(":" + model_sha[:12])
+
+
+@pytest.mark.slow
+def test_an_export_from_before_the_model_was_named_is_rebuilt(tmp_path: Path, onnx_dir: Path) -> None:
+    """A format-1 export (no model_sha256) had served under the same fingerprint as every later recipe."""
+    target = onnx_cache_dir(default_model_dir(), tmp_path)
+    shutil.copytree(onnx_dir, target)
+    manifest = read_manifest(target)
+    del manifest["model_sha256"]
+    (target / MANIFEST_FILE).write_text(json.dumps({**manifest, "format_version": 1}), encoding="utf-8")
+    with pytest.raises(EmbeddingError, match="delete the directory to rebuild it"):
+        OnnxEmbedder(target)
+    assert load_embedder("onnx", None, tmp_path).fingerprint == OnnxEmbedder(onnx_dir).fingerprint
+    assert read_manifest(target)["format_version"] == 2
 
 
 @pytest.mark.slow

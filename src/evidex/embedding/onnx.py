@@ -62,7 +62,9 @@ class OnnxEmbedder:
         self._input_names = [i.name for i in self._session.get_inputs()]
         self._dim = _output_dim(self._session, manifest)
         sha = str(manifest.get("source_weights_sha256", ""))
-        self._fingerprint = f"onnx-int8:{sha[:12]}:v{manifest['format_version']}"
+        # The export itself, not only its source: two exports of one model (another recipe, other library
+        # versions) make different vectors, and the embedding cache must not mix them.
+        self._fingerprint = f"onnx-int8:{sha[:12]}:v{manifest['format_version']}:{manifest['model_sha256'][:12]}"
         self._model_id = model_id_of(sha)
 
     @property
@@ -156,6 +158,9 @@ def _load_manifest(onnx_dir: Path) -> dict[str, Any]:
     for name in (MODEL_FILE, TOKENIZER_FILE):
         if not (onnx_dir / name).is_file():
             raise EmbeddingError(f"{onnx_dir} is an incomplete export: {name} is missing")
+    if not isinstance(manifest.get("model_sha256"), str):
+        raise EmbeddingError(f"{onnx_dir}: the manifest does not name its model (model_sha256); delete the "
+                             "directory to rebuild it")
     return manifest
 
 

@@ -29,7 +29,10 @@ from typing import Any
 from evidex.errors import BackendUnavailable, EmbeddingError
 
 EXPORT_FORMAT = "evidex-onnx-int8"
-EXPORT_FORMAT_VERSION = 1  # bump whenever the export recipe changes: it is part of every fingerprint
+# 2: the manifest records the exported model's own sha256, and every fingerprint holds it. Version 1 named only
+# the source weights, so an export made before the recipe kept the sensitive MatMuls in fp32 went on serving
+# (and keying the embedding cache) under the same fingerprint as the exports made after.
+EXPORT_FORMAT_VERSION = 2
 MODEL_FILE = "model-int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FILE = "manifest.json"
@@ -69,10 +72,20 @@ def _hash_files(files: list[Path]) -> str:
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0")
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
+        _feed(digest, path)
     return digest.hexdigest()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    _feed(digest, path)
+    return digest.hexdigest()
+
+
+def _feed(digest: Any, path: Path) -> None:
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
 
 
 def read_manifest(onnx_dir: Path) -> dict[str, Any]:
@@ -98,6 +111,7 @@ def is_valid_export(onnx_dir: Path, source_sha256: str) -> bool:
     return (
         manifest.get("format_version") == EXPORT_FORMAT_VERSION
         and manifest.get("source_weights_sha256") == source_sha256
+        and isinstance(manifest.get("model_sha256"), str)
         and (onnx_dir / MODEL_FILE).is_file()
         and (onnx_dir / TOKENIZER_FILE).is_file()
     )
@@ -248,6 +262,7 @@ def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
         "max_seq_length": max_seq,
         "pooling": "mean",
         "inputs": input_names,
+        "model_sha256": _file_sha256(tmp / MODEL_FILE),  # what the fingerprint names: this export (as sha256sum)
         "quantization": {
             "method": "dynamic",
             "weight_type": "QInt8",
