@@ -24,6 +24,7 @@ from evidex.evidence.grade import Graded, GradeThresholds, grade, grade_of
 from evidex.evidence.plan import EvidencePlan, QuestionShape, RequiredFamily, plan_question
 from evidex.evidence.rescue import rescue
 from evidex.evidence.reserve import reserve
+from evidex.evidence.words import speaks_of
 from evidex.rerank.fused import CrossEncoder, RequestCrossEncoder, RerankWeights, rerank
 from evidex.retrieval.fusion import FusedHit, fuse
 from evidex.retrieval.hybrid import candidates as to_candidates
@@ -141,13 +142,19 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             lists += more
             weights += more_weights
         hits = fuse_lists(lists, weights, cfg.retrieval)
+        focus_hits: list[FusedHit] = []
         if request.aspect_focus:
-            # The focused aspect is met by the best hits of its own search, not only by shared words.
             per_query = len(lists) // len(queries)
             focus_hits = fuse_lists(lists[per_query:], weights[per_query:], cfg.retrieval)[:FOCUS_TOP]
-            plan = with_known_evidence(plan, {request.aspect_focus: tuple(h.record_id for h in focus_hits)})
             hits = _with_required(hits, focus_hits)
         pool = to_candidates(parts.store, hits[:pool_limit], request.mode)
+        if request.aspect_focus:
+            # The focused aspect is met by the best hits of its own search, not only by shared words; but only
+            # by those that speak of it: a focus the index knows nothing of has nearest neighbours too.
+            focus = request.aspect_focus
+            chunks = {c.chunk.record_id: c.chunk for c in pool}
+            plan = with_known_evidence(plan, {focus: tuple(h.record_id for h in focus_hits if h.record_id in chunks
+                                                           and speaks_of(chunks[h.record_id], focus))})
         st.n_out = len(pool)
         st.decisions = {"queries": len(queries), "hits": [len(x) for x in lists]}
 

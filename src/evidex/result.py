@@ -18,7 +18,7 @@ from evidex.admission.verification import EvidenceStatus, Verification, status_o
 from evidex.evidence.assemble import group_by_source
 from evidex.ingest.provenance import format_time
 from evidex.pipeline import SearchOutcome
-from evidex.signals.compute import confidence, coverage, features, nesting, recommend, source_diversity
+from evidex.signals.compute import bounded_confidence, coverage, features, nesting, recommend, source_diversity
 from evidex.types import Candidate
 
 RESULT_VERSION = 1
@@ -132,7 +132,7 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
         "expanded": [list(pair) for pair in outcome.expanded],
         "rejected": rejected,
         "signals": {
-            "confidence": round(confidence(feats), 4),
+            "confidence": round(bounded_confidence(outcome, feats), 4),
             "features": {k: round(v, 4) for k, v in sorted(feats.items())},
             "source_diversity": source_diversity(outcome),
             "coverage": cov,

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from evidex.signals.compute import find_unmatched_words
+from evidex.evidence.words import find_unmatched_words
 from evidex.types import Candidate, Chunk, Provenance
 
 _IDS = itertools.count()

@@ -28,16 +28,18 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
     console.print(Panel(head, title="evidex", expand=True))
     style = _ACTION_STYLE.get(rec["action"], "bold")
     line = f"[{style}]{rec['action'].upper()}[/] — {escape(rec['reason'])}"
-    if rec["focus"]:
-        line += f"  focus: {escape(', '.join(rec['focus']))}"
+    if rec["focus"]:  # a stop names the families a person must unblock; a re-query, what to search again
+        line += f"  {'blocked' if rec['action'] == 'stop' else 'focus'}: {escape(', '.join(rec['focus']))}"
     if rec["owner"]:
         line += f"  owner of the next step: {escape(rec['owner'])}"
     console.print(f"decision: {line}")
     sig = result["signals"]
     cov = sig["coverage"]
-    # A plan without aspects covers nothing to measure: its ratio of 1.00 beside an off-topic re-query misled.
-    aspects = f"{cov['ratio']:.2f}" if cov["aspects_covered"] or cov["aspects_missing"] else "n/a (no aspects)"
-    console.print(f"confidence {sig['confidence']:.2f} · aspect coverage {aspects} · "
+    # A plan without aspects or families covers nothing to measure: its ratio of 1.00 beside an off-topic
+    # re-query misled.
+    planned = cov["aspects_covered"] or cov["aspects_missing"] or result["families"]
+    ratio = f"{cov['ratio']:.2f}" if planned else "n/a (nothing planned)"
+    console.print(f"confidence {sig['confidence']:.2f} · coverage {ratio} · "
                   f"{sig['source_diversity']['sources']} sources · plan: {result['plan']['source']}"
                   f"{' (' + result['plan']['shape'] + ')' if result['plan']['shape'] else ''}")
     if result["families"]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,16 +18,12 @@ from evidex.evidence.grade import Grade
 from evidex.evidence.plan import (
     RequiredFamily,
     chunk_terms,
-    content_words,
     described_entities,
     described_phrases,
-    holds_verbatim,
-    is_abbreviation,
-    is_identifier,
     terms,
 )
+from evidex.evidence.words import find_unmatched_words
 from evidex.pipeline import SearchOutcome
-from evidex.rerank.fused import exact_tokens
 from evidex.types import Candidate
 
 STOP_CONDITION = "stop-no-fresh-authorized-citable-source"
@@ -170,6 +165,17 @@ def evidence_chain(outcome: SearchOutcome) -> int:
     return depth
 
 
+def bounded_confidence(outcome: SearchOutcome, feats: dict[str, float]) -> float:
+    """The fitted confidence, bounded by what is known to be missing. A family declared by a question shape or
+    by the caller is a requirement, not a guess: while a share of them has no admitted evidence (missing, or
+    found but rejected), the result's quality is at most the share covered. A stop over restricted evidence had
+    read 0.65-0.70 sure."""
+    value = confidence(feats)
+    if outcome.plan.source.value in ("caller", "shape") and outcome.families:
+        value = min(value, sum(f.status == "covered" for f in outcome.families) / len(outcome.families))
+    return value
+
+
 def confidence(feats: dict[str, float]) -> float:
     """The fitted logistic model on the features, each first clipped to the range it took in training: a
     question unlike any the model saw is scored at the edge of what it knows, not by extrapolation."""
@@ -226,10 +232,13 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, A
     by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
     for f in outcome.families:
         by_status[f.status].append(f.name)
+    aspect_ratio = len(covered) / total if total else 1.0
+    family_ratio = len(by_status["covered"]) / len(outcome.families) if outcome.families else 1.0
     return {
         "aspects_covered": covered,
         "aspects_missing": missing,
-        "ratio": round(len(covered) / total, 4) if total else 1.0,
+        # The lesser of the two: a family found but rejected is not covered, whatever the aspects say.
+        "ratio": round(min(aspect_ratio, family_ratio), 4),
         "families_covered": by_status["covered"],
         "families_missing": by_status["missing"],
         "families_found_but_rejected": by_status["found-but-rejected"],
@@ -262,29 +271,6 @@ def describe_off_topic(found: int, asked: int) -> str:
     return f"{what} in the evidence: it may be off-topic for this index"
 
 
-_URL_SCHEME = re.compile(r"\b[a-z][a-z0-9+.-]*://", re.I)
-
-
-def find_unmatched_words(query: str, context: Sequence[Candidate]) -> tuple[int, list[str]]:
-    """(how many words the question says, the ones no evidence holds). An identifier (a flag, an error code, a
-    dotted or snake_case name, quoted code) is one word, held only verbatim, ignoring case and spacing: its
-    pieces ("LEASE", "REVOKED") occurring apart say nothing of it. Any other word is held by its term."""
-    query = _URL_SCHEME.sub(" ", query)
-    tokens = sorted(exact_tokens(query), key=len, reverse=True)  # "k8s-prod" before the "k8s" inside it
-    plain = query
-    for token in tokens:
-        plain = plain.replace(token, " ")
-    identifiers = [t for t in tokens if is_identifier(t)]
-    words = content_words(" ".join([plain, *(t for t in tokens if not is_identifier(t) and not is_abbreviation(t))]))
-    wanted = {term for _, term in words}
-    found: set[str] = set()
-    for c in context:
-        found |= wanted & chunk_terms(c.chunk)[0]
-    missing = [t for t in identifiers if not any(holds_verbatim(c.chunk, t) for c in context)]
-    missing += [word for word, term in words if term not in found]
-    return len(identifiers) + len(words), missing
-
-
 def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, min_question_word_share: float,
               default_owner: str | None) -> Recommendation:
     if is_stop(outcome):
@@ -309,9 +295,7 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
         # a re-query cannot fix that; a person can.
         return Recommendation("stop", STOP_CONDITION, focus=tuple(cov["families_found_but_rejected"]),
                               owner=next_step_owner(outcome, default_owner))
-    family_total = len(outcome.families)
-    family_ratio = len(cov["families_covered"]) / family_total if family_total else 1.0
-    ratio = min(cov["ratio"], family_ratio)
+    ratio = cov["ratio"]
     if ratio < threshold:
         # The hop itself is not a phrase to search for: an agent re-queries the missing named aspects, else
         # the descriptions that start from a name ("the composer of Aschenbrodel"), innermost first.

@@ -63,7 +63,9 @@
     };
     fact("owner of the next step", rec.owner, "owner");
     fact("stop condition", result.decision.stop_condition, "stop-condition");
-    fact("re-query focus", rec.focus && rec.focus.length ? rec.focus.join(", ") : null, "focus");
+    // A stop names the families a person must unblock; a re-query, the aspects to search again.
+    fact(rec.action === "stop" ? "blocked families" : "re-query focus",
+      rec.focus && rec.focus.length ? rec.focus.join(", ") : null, "focus");
     fact("grade", result.decision.grade);
     const conf = Number(sig.confidence);
     const meter = el("span", {class: "meter", title: "confidence"},
@@ -71,8 +73,10 @@
     meter.firstChild.style.width = Math.max(0, Math.min(1, conf)) * 100 + "%";
     const confidence = el("span", {id: "confidence"}, conf.toFixed(2));
     facts.append(el("dt", {}, "confidence"), el("dd", {}, meter, " ", confidence));
-    const planned = sig.coverage.aspects_covered.length + sig.coverage.aspects_missing.length;
-    fact("aspect coverage", planned ? Number(sig.coverage.ratio).toFixed(2) : "n/a (no aspects)");
+    // Aspects and families alike: a family found but rejected is not covered, whatever the aspects say.
+    const planned = sig.coverage.aspects_covered.length + sig.coverage.aspects_missing.length
+      + result.families.length;
+    fact("coverage", planned ? Number(sig.coverage.ratio).toFixed(2) : "n/a (nothing planned)");
     const principal = req.principal ? req.principal.name + " [" + req.principal.labels.join(", ") + "]" : "-";
     fact("principal", principal, "principal");
     fact("retrieved at", req.retrieved_at);
