@@ -249,3 +249,12 @@ def test_ask_numbers_its_evidence_and_says_when_it_is_not_enough(invoke: Invoke,
     assert "   1. https://docs.example.com/ingress#ingress  (round 1)" in answered
     off_topic = ok(invoke("ask", "How should I plan the office holiday calendar?", "--labels", "eng")).stdout
     assert "final: proceed" not in off_topic and "(not enough to answer: " in off_topic
+
+
+@pytest.mark.parametrize("question", ["", "   "])
+def test_an_empty_question_is_a_usage_error(invoke: Invoke, corpus: Path, question: str) -> None:
+    """HTTP and MCP refuse it; the CLI had answered it with ten arbitrary sources."""
+    ok(invoke("ingest", str(corpus)))
+    for command in ("query", "ask"):
+        result = invoke(command, question, "--labels", "eng")
+        assert result.exit_code == 2 and "query: must not be empty" in result.output, command

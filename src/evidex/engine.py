@@ -47,7 +47,7 @@ def open_store(config: Config) -> Store:
         try:
             from evidex.stores.milvus import MilvusStore
         except ImportError as exc:
-            raise BackendUnavailable(f"the milvus backend needs: pip install 'evidex[milvus]' ({exc})") from None
+            raise BackendUnavailable(f"the milvus backend needs: pip install -e '.[milvus]' ({exc})") from None
         return MilvusStore.from_config(config, token=config.milvus_token)
     raise ConfigError(f"config key 'index.backend': unknown backend {config.index.backend!r}")
 

@@ -313,7 +313,7 @@ def test_onnx_without_torch_and_without_export_explains(
     model_dir.mkdir()
     (model_dir / "model.safetensors").write_bytes(b"not really weights")
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
-    with pytest.raises(BackendUnavailable, match=r"pip install 'evidex\[torch\]'") as info:
+    with pytest.raises(BackendUnavailable, match=r"pip install -e '\.\[torch\]'") as info:
         load_embedder("onnx", model_dir, tmp_path / "cache")
     assert "not built yet" in str(info.value)
 

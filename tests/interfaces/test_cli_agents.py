@@ -135,7 +135,17 @@ def test_mcp_http_transport_wiring(invoke: Invoke, monkeypatch: pytest.MonkeyPat
 
 def test_serving_a_missing_index_is_an_error(invoke: Invoke, tmp_path: Path) -> None:
     """A mistyped --index had silently created an empty index and answered every question with a stop."""
-    for args in (("serve",), ("mcp", "--transport", "stdio")):
+    for args in (("serve",), ("mcp", "--transport", "stdio"), ("keys", "list"),
+                 ("keys", "create", "typo", "--principal", "t", "--label", "engineering-read")):
         result = CliRunner().invoke(_agents_app(), [*args, "--index", str(tmp_path / "typo")])
         assert result.exit_code == 2 and "no index at" in result.stderr, args
-        assert not (tmp_path / "typo").exists()
+        assert not (tmp_path / "typo").exists()  # no key store that no server would ever read
+
+
+def test_key_labels_may_be_comma_separated(invoke: Invoke, tmp_path: Path) -> None:
+    """As `--labels a,b` reads two labels for query and ask; `--label a,b` had granted the one label "a,b"."""
+    plaintext = ok(invoke("keys", "create", "agent", "--principal", "alice", "--label", "engineering-read, ops",
+                          "--label", "security-team")).stdout.strip()
+    with KeyStore(tmp_path / "idx" / "keys.sqlite") as store:
+        record = store.authenticate(plaintext)
+        assert record is not None and record.labels == ("engineering-read", "ops", "security-team")

@@ -192,6 +192,11 @@ def test_400_for_invalid_json_and_for_k_over_the_deployment_limit(handbook_engin
             r = c.post(SEARCH_PATH, content=b'{"query": ', headers={**headers, "Content-Type": "application/json"})
             assert r.status_code == 401 and r.headers["WWW-Authenticate"] == "Bearer"
         assert c.post(SEARCH_PATH, json={"query": "x", "k": 5}, headers=bearer(key)).status_code == 200
+        # The schemas an agent reads say this server's limit, not the tool's (they had said 50, default 10).
+        k = c.get("/v1/tool", params={"format": "openai"}).json()["function"]["parameters"]["properties"]["k"]
+        assert (k["maximum"], k["default"]) == (5, 5)
+        body = c.get("/openapi.json").json()["components"]["schemas"]["SearchBody"]["properties"]["k"]
+        assert [v["maximum"] for v in body["anyOf"] if v.get("type") == "integer"] == [5]
 
 
 def test_restricted_text_reaches_only_a_principal_with_the_label(client: TestClient, keys: KeyStore) -> None:

@@ -121,3 +121,22 @@ def test_inspector_shows_the_decision(browser: Any, handbook_engine: Engine, key
         # The Content-Security-Policy blocked nothing of ours, and the page logged no errors.
         severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "401" not in e["message"]]
         assert severe == []
+
+
+def test_inspector_keeps_k_within_the_servers_limit(browser: Any, handbook_engine: Engine, keys: KeyStore) -> None:
+    """With `serve --max-k 5` the form's default k of 10 had made every first search fail with 400."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    key, _ = keys.create("small-k", "alice", ENGINEERING)
+    wait = WebDriverWait(browser, 30)
+    with live_server(create_app(handbook_engine, keys, max_k=5)) as base:
+        browser.get(base + "/")
+        wait.until(lambda b: b.find_element(By.ID, "k").get_attribute("max") == "5")
+        assert browser.find_element(By.ID, "k").get_attribute("value") == "5"
+        browser.find_element(By.ID, "api-key").send_keys(key)
+        browser.find_element(By.ID, "query").send_keys("How do I restore a Postgres backup?")
+        browser.find_element(By.ID, "submit").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "Done"))
+        assert len(browser.find_elements(By.CSS_SELECTOR, "[data-testid=evidence-card] .chunk")) <= 5

@@ -431,6 +431,19 @@ def test_from_config_opens_a_lite_file_in_the_index_directory(tmp_path: Path) ->
         store.close()
 
 
+def test_from_config_with_a_relative_root_resolves_the_lite_file_once(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A config loaded as `-c sub/evidex.toml` has the root `sub`: the default file had been `sub/sub/...`."""
+    monkeypatch.chdir(tmp_path)
+    config = Config(root="sub").replace(index={"path": ".evidex", "backend": "milvus"})
+    store = MilvusStore.from_config(config, dim=DIM)
+    try:
+        assert Path(store.uri).resolve() == (tmp_path / "sub" / ".evidex" / "milvus.db").resolve()
+    finally:
+        store.drop()
+        store.close()
+
+
 def test_collection_names_are_valid() -> None:
     assert collection_name(".evidex") == "evidex_evidex"
     assert collection_name("handbook-v2.index") == "evidex_handbook_v2_index"
@@ -444,5 +457,5 @@ def test_a_local_uri_must_name_a_db_file(tmp_path: Path) -> None:
 
 def test_missing_pymilvus_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "pymilvus", None)
-    with pytest.raises(BackendUnavailable, match=r"pip install 'evidex\[milvus\]'"):
+    with pytest.raises(BackendUnavailable, match=r"pip install -e '\.\[milvus\]'"):
         MilvusStore(str(tmp_path / "x.db"), dim=DIM)

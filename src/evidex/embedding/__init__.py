@@ -77,6 +77,6 @@ def load_embedder(
         except BackendUnavailable as exc:
             raise BackendUnavailable(
                 f"the ONNX model for {source} is not built yet (expected in {target}); building it once "
-                f"needs torch: pip install 'evidex[torch]', or use backend='torch'. ({exc})"
+                f"needs torch: pip install -e '.[torch]', or use backend='torch'. ({exc})"
             ) from exc
     return OnnxEmbedder(target, threads=threads)

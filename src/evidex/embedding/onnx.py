@@ -46,7 +46,7 @@ class OnnxEmbedder:
         except ImportError as exc:
             raise BackendUnavailable(
                 f"the ONNX embedder needs onnxruntime and tokenizers ({exc.name} is missing): "
-                "pip install evidex"
+                "pip install -e ."
             ) from exc
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")

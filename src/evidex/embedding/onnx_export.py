@@ -1,6 +1,6 @@
 """One-time export of a sentence-transformers model to a dynamic-int8 ONNX model.
 
-Needs torch, transformers and onnx (``pip install 'evidex[torch]'``); the result runs with
+Needs torch, transformers and onnx (``pip install -e '.[torch]'``); the result runs with
 onnxruntime and tokenizers alone (see :mod:`evidex.embedding.onnx`).
 
 Layout of an export directory::
@@ -38,7 +38,7 @@ TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FILE = "manifest.json"
 DEFAULT_MAX_SEQ_LENGTH = 256
 OPSET_VERSION = 17
-_TORCH_HINT = "pip install 'evidex[torch]'"
+_TORCH_HINT = "pip install -e '.[torch]'"
 _SHA_CACHE: dict[tuple[tuple[str, int, int], ...], str] = {}
 
 

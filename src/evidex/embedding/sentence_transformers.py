@@ -37,7 +37,7 @@ class SentenceTransformerEmbedder:
         except ImportError as exc:
             raise BackendUnavailable(
                 f"the torch backend needs torch and sentence-transformers ({exc.name} is missing): "
-                "pip install 'evidex[torch]'"
+                "pip install -e '.[torch]'"
             ) from exc
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1 or None, got {threads}")

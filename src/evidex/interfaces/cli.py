@@ -25,6 +25,7 @@ from evidex.engine import Engine, configured_embedder
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
 from evidex.evidence.plan import plan_from_dict
 from evidex.ingest.provenance import format_time, parse_time
+from evidex.interfaces import tool
 from evidex.interfaces.render import render_eval, render_result
 from evidex.result import decision_json, first_difference
 from evidex.stores.sqlite import INDEX_FILE
@@ -85,12 +86,17 @@ def open_engine(config: Path | None, index: Path | None, *, create: bool = False
     """The engine on the configured index. Only `create` (ingest, import) may start a new one: a mistyped
     --index or config would otherwise answer every question from an empty index."""
     cfg = run(lambda: build_config(config, index))
-    if not create and cfg.index.backend == "sqlite" and not (cfg.index_dir / INDEX_FILE).is_file():
+    if not create:
+        require_index(cfg)
+    return run(lambda: Engine.open(cfg))
+
+
+def require_index(cfg: Config) -> None:
+    if cfg.index.backend == "sqlite" and not (cfg.index_dir / INDEX_FILE).is_file():
         err.print(f"[bold red]error:[/] no index at {escape(str(cfg.index_dir))}: ingest documents first "
                   "(evidex ingest DIR) or point --index / the config at an existing index",
                   highlight=False, soft_wrap=True)
         raise typer.Exit(2)
-    return run(lambda: Engine.open(cfg))
 
 
 @app.command("ingest")
@@ -349,6 +355,15 @@ def eval_cmd(
         out.print(f"wrote {json_path}")
 
 
+def _check_question(query: str, aspect_focus: str | None = None, k: int = tool.DEFAULT_K) -> None:
+    """The tool's own checks, as HTTP and MCP apply them (an empty query had answered with ten arbitrary
+    sources here, and with 400 there)."""
+    try:
+        tool.parse_arguments({"query": query, "aspect_focus": aspect_focus, "k": k})
+    except tool.ToolInputError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 def _principal(name: str | None, labels: str | None, engine: Engine) -> Principal:
     if name is None and labels is None:
         return engine.default_principal()
@@ -380,6 +395,7 @@ def query_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
 ) -> None:
     """The decision for a question: evidence with citations, families, rejections, signals, recommendation."""
+    _check_question(query, aspect_focus, k)
     at = _instant(retrieved_at)
     with open_engine(config, index) as engine:
         who = _principal(principal, labels, engine)
@@ -504,11 +520,12 @@ def export_cross_encoder_cmd(
     target: Annotated[Path, typer.Argument(help="where to write model.onnx, tokenizer.json and config.json")],
     int8: Annotated[bool, typer.Option("--int8", help="quantise the weights (about 2x faster on a CPU)")] = False,
 ) -> None:
-    """Export a cross-encoder to ONNX once (needs torch), so `[evidence] cross_encoder_dir` runs it without."""
+    """Export a cross-encoder to ONNX once (needs torch), so `evidence.cross_encoder_dir` runs it without."""
     from evidex.rerank.cross_encoder import export_onnx
 
     written = run(lambda: export_onnx(source.expanduser(), target.expanduser(), int8=int8))
-    out.print(f"wrote {written}: set [evidence] cross_encoder_dir = \"{written}\"")
+    out.print(f"wrote {written}: set cross_encoder_dir = \"{written}\" in the \\[evidence] section of "
+              "evidex.toml", highlight=False)
 
 
 @app.command("import")
@@ -532,6 +549,7 @@ def ask_cmd(
 ) -> None:
     """The reference agent loop: call the tool, follow its recommendation (re-query with an aspect focus,
     bounded), print the final evidence with citations and a log of each decision."""
+    _check_question(question)
     at = _instant(retrieved_at)
     with open_engine(config, index) as engine:
         who = _principal(principal, labels, engine)

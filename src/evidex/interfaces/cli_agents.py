@@ -27,7 +27,7 @@ KeysOpt = Annotated[Path | None, typer.Option("--keys", help=f"API key file (def
                                               envvar="EVIDEX_KEYS_FILE")]
 HostOpt = Annotated[str, typer.Option("--host", help="interface to bind; keep 127.0.0.1 unless a proxy fronts it")]
 
-SERVER_EXTRA = "pip install 'evidex[server]'"
+SERVER_EXTRA = "pip install -e '.[server]'"
 
 
 class McpTransport(enum.Enum):
@@ -44,8 +44,13 @@ class McpTransport(enum.Enum):
 
 
 def open_keys(config: Path | None, index: Path | None, keys: Path | None) -> KeyStore:
-    path = keys if keys is not None else run(lambda: build_config(config, index)).index_dir / KEYS_FILE
-    return run(lambda: KeyStore(path))
+    """The key store beside the index (or at --keys). Keys written beside a mistyped --index had been kept
+    in a new directory that no server ever reads."""
+    if keys is not None:
+        return run(lambda: KeyStore(keys))
+    cfg = run(lambda: build_config(config, index))
+    require_index(cfg)
+    return run(lambda: KeyStore(cfg.index_dir / KEYS_FILE))
 
 
 def _check_server_deps() -> None:
@@ -90,8 +95,8 @@ def mcp_cmd(
     port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8701,
     config: ConfigOpt = None, index: IndexOpt = None, keys: KeysOpt = None,
 ) -> None:
-    """Serve the MCP tool search_with_reasoning. stdio runs as the configured principal ([gate]
-    default_principal / default_labels); http takes the principal from each request's API key."""
+    """Serve the MCP tool search_with_reasoning. stdio runs as the configured principal
+    (gate.default_principal / gate.default_labels); http takes the principal from each request's API key."""
     mode = McpTransport.from_str(transport)
     run(_check_server_deps)
     from evidex.interfaces import mcp_server
@@ -116,13 +121,16 @@ keys_app = typer.Typer(no_args_is_help=True, help="API keys: each carries a prin
 def keys_create_cmd(
     name: Annotated[str, typer.Argument(help="a name for the key (e.g. the agent or team using it)")],
     principal: Annotated[str, typer.Option("--principal", help="who the key acts as")],
-    label: Annotated[list[str] | None, typer.Option("--label", help="an access label granted (repeatable)")] = None,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", help="access labels granted (repeatable, or comma-separated)")] = None,
     rate: Annotated[int, typer.Option("--rate", min=1, help="requests per minute")] = DEFAULT_RATE_PER_MIN,
     config: ConfigOpt = None, index: IndexOpt = None, keys: KeysOpt = None,
 ) -> None:
     """Create a key and print it once (stdout); only its hash is stored."""
+    # "--label a,b" grants two labels, as "--labels a,b" reads two for query and ask (it had granted one: "a,b").
+    labels = [x.strip() for given in label or [] for x in given.split(",") if x.strip()]
     with open_keys(config, index, keys) as store:
-        plaintext, record = run(lambda: store.create(name, principal, label or [], rate))
+        plaintext, record = run(lambda: store.create(name, principal, labels, rate))
     err.print(f"created key [bold]{escape(record.name)}[/] ({record.key_id}) for principal "
               f"{escape(record.principal)} with labels {escape(str(list(record.labels)))}, {record.rate_per_min}/min. "
               "Store it now: it is not shown again.", highlight=False, soft_wrap=True)
@@ -191,4 +199,13 @@ def register(app: typer.Typer) -> None:
 
 
 # Last, so that `cli.py` can import `register` from here at its bottom whichever module is imported first.
-from evidex.interfaces.cli import ConfigOpt, IndexOpt, build_config, err, open_engine, out, run  # noqa: E402
+from evidex.interfaces.cli import (  # noqa: E402
+    ConfigOpt,
+    IndexOpt,
+    build_config,
+    err,
+    open_engine,
+    out,
+    require_index,
+    run,
+)

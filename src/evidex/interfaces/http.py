@@ -94,15 +94,20 @@ def api_error(exc: BaseException) -> ApiError:
     return ApiError(500, "internal-error", "internal error")
 
 
-def _openapi_without_422(app: FastAPI, generate: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """FastAPI documents a 422 for every route with a body or parameters; this API answers 400 instead."""
+def _openapi_without_422(app: FastAPI, generate: Callable[[], dict[str, Any]], max_k: int) -> dict[str, Any]:
+    """FastAPI documents a 422 for every route with a body or parameters; this API answers 400 instead. `k`'s
+    maximum is this server's (`serve --max-k`), not the tool's."""
     if app.openapi_schema is None:
         schema = generate()
         for operations in schema["paths"].values():
             for operation in operations.values():
                 operation.get("responses", {}).pop("422", None)
-        schema.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
-        schema.get("components", {}).get("schemas", {}).pop("ValidationError", None)
+        schemas = schema.get("components", {}).get("schemas", {})
+        schemas.pop("HTTPValidationError", None)
+        schemas.pop("ValidationError", None)
+        for variant in schemas["SearchBody"]["properties"]["k"].get("anyOf", []):
+            if variant.get("type") == "integer":
+                variant["maximum"] = max_k
     return app.openapi_schema or generate()
 
 
@@ -216,7 +221,7 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, m
 
     @app.get("/v1/tool", tags=["agent tool"], summary="The tool definition")
     def tool_definition(format: tool.SchemaFormat = tool.SchemaFormat.MCP) -> dict[str, Any]:
-        return tool.definition(format)
+        return tool.definition(format, max_k=max_k)
 
     @app.get("/v1/health", tags=["operations"], summary="Liveness")
     def health() -> dict[str, Any]:
@@ -251,7 +256,7 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, m
 
     for cls in (ApiError, RequestValidationError, StarletteHTTPException):
         app.add_exception_handler(cls, handle)
-    app.openapi = functools.partial(_openapi_without_422, app, app.openapi)  # type: ignore[method-assign]
+    app.openapi = functools.partial(_openapi_without_422, app, app.openapi, max_k)  # type: ignore[method-assign]
     app.add_middleware(_Guard, max_body_bytes=max_body_bytes)
     return app
 

@@ -147,9 +147,11 @@ class SchemaFormat(enum.Enum):
             raise ConfigError(f"unknown tool schema format {value!r}; choose one of: {choices}") from None
 
 
-def definition(fmt: SchemaFormat = SchemaFormat.OPENAI) -> dict[str, Any]:
-    """The tool definition in the dialect `fmt` (fresh dicts: callers may modify them)."""
+def definition(fmt: SchemaFormat = SchemaFormat.OPENAI, *, max_k: int = MAX_K) -> dict[str, Any]:
+    """The tool definition in the dialect `fmt` (fresh dicts: callers may modify them), for a deployment that
+    serves at most `max_k` chunks."""
     schema = copy.deepcopy(INPUT_SCHEMA)
+    schema["properties"]["k"].update(maximum=min(max_k, MAX_K), default=min(DEFAULT_K, max_k))
     if fmt is SchemaFormat.OPENAI:
         return {"type": "function", "function": {"name": NAME, "description": DESCRIPTION, "parameters": schema}}
     if fmt is SchemaFormat.ANTHROPIC:
@@ -178,7 +180,8 @@ def parse_arguments(args: Mapping[str, Any] | None, *, max_k: int = MAX_K) -> To
     extra = sorted(set(args) - set(INPUT_SCHEMA["properties"]))
     if extra:
         raise ToolInputError(f"unknown argument(s) {extra}; allowed: query, aspect_focus, k "
-                             "(the principal comes from the API key, never from the request)")
+                             "(the principal comes from the API key, or over MCP stdio from the server's "
+                             "configuration; never from the request)")
     query = args.get("query")
     if not isinstance(query, str):
         raise ToolInputError("query: required, a string")

@@ -2,7 +2,7 @@
 
 - ONNX (`model.onnx` + `tokenizer.json`, e.g. an Optimum export or `export_onnx` below): onnxruntime and
   tokenizers only, no torch at run time;
-- sentence-transformers (a `config.json` model directory): needs torch (`pip install 'evidex[torch]'`).
+- sentence-transformers (a `config.json` model directory): needs torch (`pip install -e '.[torch]'`).
 
 No cross-encoder weights ship with evidex and none are downloaded: point the config at a directory you
 have (e.g. ms-marco-MiniLM-L-6-v2). The fused reranker applies it to its top N candidates only.
@@ -43,7 +43,7 @@ class SentenceTransformerCrossEncoder:
             import torch
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
-            raise BackendUnavailable(f"a cross-encoder needs torch: pip install 'evidex[torch]' ({exc})") from None
+            raise BackendUnavailable(f"a cross-encoder needs torch: pip install -e '.[torch]' ({exc})") from None
         require_device(torch, device, "evidence.cross_encoder_device")
         self.name = f"cross-encoder:{model_dir.name}"
         self._model = CrossEncoder(str(model_dir), max_length=max_length, device=device, local_files_only=True)
@@ -160,7 +160,7 @@ def export_onnx(model_dir: Path, out_dir: Path, *, int8: bool = False) -> Path:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
     except ImportError as exc:
-        raise BackendUnavailable(f"exporting a cross-encoder needs torch: pip install 'evidex[torch]' ({exc})"
+        raise BackendUnavailable(f"exporting a cross-encoder needs torch: pip install -e '.[torch]' ({exc})"
                                  ) from None
     try:
         model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), local_files_only=True,

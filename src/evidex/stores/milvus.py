@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from evidex.config import Config
 
 SCHEMA_VERSION = 1
-INSTALL = "pip install 'evidex[milvus]'"
+INSTALL = "pip install -e '.[milvus]'"
 PUBLISHED_ALWAYS = -(2**62)  # published_at of a chunk with none: valid since forever
 EXPIRES_NEVER = 2**62  # expires_at of a chunk with none
 MAX_TOPK = 16384  # Milvus's limit on one search's top-k
@@ -200,8 +200,10 @@ class MilvusStore:
         """The store `config.index` names: `uri` (empty = a Milvus Lite file `milvus.db` in the index
         directory; a relative path resolves against the config file's directory) and `collection` (empty =
         derived from the index path). The token is passed in: only `evidex.config` reads the environment."""
-        uri = config.index.uri or str(config.index_dir / "milvus.db")
-        if _is_local(uri) and not Path(uri).expanduser().is_absolute():
+        uri = config.index.uri
+        if not uri:
+            uri = str(config.index_dir / "milvus.db")  # resolved already: resolving it again had doubled the root
+        elif _is_local(uri) and not Path(uri).expanduser().is_absolute():
             uri = str(Path(config.root) / uri)
         name = getattr(config.index, "collection", "") or collection_name(Path(config.index.path).name)
         return cls(str(Path(uri).expanduser()) if _is_local(uri) else uri, collection=name, token=token,

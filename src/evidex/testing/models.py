@@ -1,7 +1,7 @@
 """Randomly initialised models built locally, for tests and benchmarks (no weights are downloaded).
 
 A random cross-encoder has a real one's shape, so it exercises the plumbing (tests) and costs what a real one
-costs (benchmarks); its scores mean nothing. Needs torch and transformers (`pip install 'evidex[torch]'`).
+costs (benchmarks); its scores mean nothing. Needs torch and transformers (`pip install -e '.[torch]'`).
 """
 
 from __future__ import annotations

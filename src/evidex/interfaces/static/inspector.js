@@ -244,7 +244,18 @@
     }
   }
 
+  // The server's own limit on k (`serve --max-k`): a default of 10 above it had failed every first search.
+  async function applyServerLimits() {
+    try {
+      const response = await fetch("/v1/tool?format=mcp", {credentials: "omit", cache: "no-store"});
+      const k = (await response.json()).inputSchema.properties.k;
+      $("k").max = String(k.maximum);
+      if (parseInt($("k").value, 10) > k.maximum) $("k").value = String(k.default);
+    } catch (e) { /* the form keeps its static limits; the server still checks */ }
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
+    applyServerLimits();
     const saved = sessionStorage.getItem(KEY_STORAGE);
     if (saved) $("api-key").value = saved;
     $("search-form").addEventListener("submit", search);
