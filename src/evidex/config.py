@@ -71,13 +71,15 @@ class EvidenceConfig:
     w_cross_encoder: float = 0.4
     w_retrieval: float = 0.8  # 0.6 -> 0.8 once named pages were reserved: up on HotpotQA, MuSiQue, SciFact
     w_lexical: float = 0.3
-    w_title: float = 0.15
+    w_title: float = 0.1  # 0.15 -> 0.1, with the bonus below, once the fresh export put SciFact `full` under hybrid
     w_linked: float = 0.3
     bridge_from_top: int = 3  # candidates whose named entities are followed (0 = no bridging)
     bridge_max_searches: int = 4  # title look-ups of all hops together (2-8 measured: 4 best on MuSiQue, HotpotQA)
     bridge_hops: int = 1
     name_lookups: int = 4  # title look-ups for named aspects with no page titled by them in the pool (0 = none)
-    exact_token_bonus: float = 0.1
+    # Per verbatim identifier (at most two): a tie-breaker. At 0.1 it moved SciFact nDCG@10 0.7313 -> 0.7270 and
+    # helped nowhere (scripts/ablate_rerank.py); at 0.03 it lifts HotpotQA's one identifier question back.
+    exact_token_bonus: float = 0.03
     cross_encoder_dir: str = ""  # a local sentence-transformers or ONNX cross-encoder; empty = none
     cross_encoder_top_n: int = 30
     cross_encoder_device: str = "cpu"  # cpu | cuda | cuda:N (sentence-transformers cross-encoders only)
