@@ -28,6 +28,7 @@ from evidex.evaluation.gate_audit import GateAudit
 from evidex.evaluation.signal_check import check_signals, quality
 from evidex.evidence.plan import EvidencePlan, RequiredFamily, explicit_plan
 from evidex.pipeline import SearchRequest
+from evidex.stores.sqlite import MIGRATIONS
 from evidex.trace import StageSwitches
 from evidex.types import Chunk, RetrievalMode
 
@@ -121,8 +122,10 @@ def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | No
     """An engine over `corpus`, built once and then reused from the cache."""
     embedder = embedder or configured_embedder(config)
     fingerprint = embedder.fingerprint
+    # The schema too: an index written by a newer evidex (another checkout sharing the cache) is refused by an
+    # older one, which then could not evaluate at all.
     key_parts = [corpus_fingerprint(corpus), corpus_fingerprint([metadata]) if metadata else "-",
-                 config.index_hash(), fingerprint]
+                 config.index_hash(), fingerprint, f"sqlite-schema-{len(MIGRATIONS)}"]
     key = hashlib.sha256("|".join(key_parts).encode()).hexdigest()[:16]
     index_dir = config.cache_dir / "eval" / key
     engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder)
