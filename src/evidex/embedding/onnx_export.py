@@ -208,6 +208,7 @@ def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
         _read_json(model_dir / "sentence_bert_config.json").get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH
     )
     try:
+        quiet_transformers()
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
         model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
     except Exception as exc:  # transformers raises many types for a bad directory
@@ -292,6 +293,14 @@ def _sensitive_matmuls(fp32_path: Path, num_layers: int) -> list[str]:
         for node in graph.node
         if node.op_type == "MatMul" and (m := pattern.search(node.name)) and int(m.group(1)) < first_half
     ]
+
+
+def quiet_transformers() -> None:
+    """No "Loading weights: 100%|████| 103/103" bar on the terminal of `make`, `setup` or an ingest: the weights
+    are local and load in well under a second."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 @contextlib.contextmanager
