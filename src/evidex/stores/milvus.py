@@ -668,11 +668,13 @@ class MilvusStore:
             families[family] = families.get(family, 0) + 1
         retired = self._query(self.collection, 'retired_by != "" and not (retired_by like "pending:%")',
                               ["count(*)"])[0]["count(*)"]
+        statuses = [b.status for b in self.batches()]
         return {
             "backend": "milvus", "uri": self.uri, "collection": self.collection, "lite": self.is_lite,
             "snapshot_id": self.snapshot_id(), "documents": len(docs), "chunks": chunks,
             "retired_chunks": int(retired),
-            "batches": sum(1 for b in self.batches() if b.status == "committed"),
+            "batches": sum(1 for b in statuses if b == "committed"),
+            "rolled_back_batches": sum(1 for b in statuses if b == "rolled-back"),
             "dead_letters": len(self.dead_letters()), "families": dict(sorted(families.items())),
         }
 

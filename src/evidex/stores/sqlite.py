@@ -442,6 +442,7 @@ class SqliteStore:
                 "chunks": one("SELECT COUNT(*) FROM records WHERE retired_by IS NULL").fetchone()[0],
                 "retired_chunks": one("SELECT COUNT(*) FROM records WHERE retired_by IS NOT NULL").fetchone()[0],
                 "batches": one("SELECT COUNT(*) FROM batches WHERE status='committed'").fetchone()[0],
+                "rolled_back_batches": one("SELECT COUNT(*) FROM batches WHERE status='rolled-back'").fetchone()[0],
                 "dead_letters": one("SELECT COUNT(*) FROM dead_letters").fetchone()[0],
                 "families": dict(one("SELECT COALESCE(evidence_family, '-'), COUNT(*) FROM records WHERE "
                                      "retired_by IS NULL GROUP BY 1 ORDER BY 1").fetchall()),

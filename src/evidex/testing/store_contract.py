@@ -11,7 +11,8 @@ store; every test here then runs against it:
             s.close()
 
 The suite calls only the `Store` protocol (the fixture closes the store). Of `stats()` it needs the keys
-`documents` and `chunks` (live counts), which every interface shows. Vectors are 8-dimensional unit vectors
+`documents` and `chunks` (live counts), `batches` (committed) and `rolled_back_batches`, which every interface
+shows. Vectors are 8-dimensional unit vectors
 built from axis directions, so the expected dense order and cosine scores are exact; texts are a few
 words, so the expected BM25 hits are exact too. The builders below (`unit`, `axis`, `make_chunk`,
 `document`, `batch`, `dead_letter`) serve a backend's own extra tests as well.
@@ -508,4 +509,6 @@ class StoreContract:
         assert got == [("b1", "committed", 3, 0, 0, 0), ("b2", "committed", 2, 1, 0, 0),
                        ("b3", "rolled-back", 1, 0, 2, 1)]
         assert [b.label for b in store.batches()] == ["label of b1", "label of b2", "third"]
+        stats = store.stats()  # beside the list: it had counted 2 batches where `evidex batches` listed 3
+        assert (stats["batches"], stats["rolled_back_batches"]) == (2, 1)
         assert all(b.finished_at is not None and b.finished_at >= b.started_at for b in store.batches())
