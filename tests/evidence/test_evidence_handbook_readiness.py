@@ -43,6 +43,7 @@ from evidex.engine import Engine
 from evidex.interfaces.render import render_result
 from evidex.pipeline import SearchRequest
 from evidex.result import decision_json
+from evidex.signals.compute import NOTHING_PLANNED
 
 STAGES = ["plan", "retrieve", "rerank", "rescue", "admit", "reserve", "grade", "assemble"]
 HANDBOOK_URI = "https://handbook.northwind.example/"
@@ -437,3 +438,11 @@ def test_a_focus_the_index_knows_nothing_of_stays_missing(engine: Engine, focus:
     assert all(focus not in c["meets"] for c in evidence_chunks(result))
     sensible = ask(engine, ROTATION_QUESTION, aspect_focus="rotation schedule")  # one the index holds
     assert next(f for f in sensible["families"] if f["name"] == "rotation schedule")["status"] == "covered"
+
+
+def test_a_question_with_nothing_planned_does_not_claim_full_coverage(engine: Engine) -> None:
+    """It had proceeded with the reason "coverage 1.00" while the terminal beside it said "coverage n/a"."""
+    result = ask(engine, ROLLBACK_QUESTION)
+    assert result["plan"]["families"] == [] and result["plan"]["aspects"] == []
+    rec = result["decision"]["recommendation"]
+    assert rec["action"] == "proceed" and rec["reason"] == NOTHING_PLANNED

@@ -262,6 +262,7 @@ def next_step_owner(outcome: SearchOutcome, fallback: str | None) -> str | None:
     return owners.most_common(1)[0][0] if owners else fallback
 
 
+NOTHING_PLANNED = "no aspect or family planned; the evidence holds the question's words"
 NO_SEARCHABLE_WORDS = "the question has no searchable words (only stopwords or punctuation): rephrase it"
 
 
@@ -303,4 +304,7 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
                    or (tuple(described_phrases(outcome.request.query)) if HOP_ASPECT in cov["aspects_missing"]
                        else ()))
         return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}", focus=aspects)
+    if not (cov["aspects_covered"] or cov["aspects_missing"] or outcome.families):
+        # Nothing was planned to check; the terminal shows "coverage n/a" beside it, not a vacuous 1.00.
+        return Recommendation("proceed", NOTHING_PLANNED)
     return Recommendation("proceed", f"coverage {ratio:.2f}")
