@@ -148,13 +148,16 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             focus_hits = fuse_lists(lists[per_query:], weights[per_query:], cfg.retrieval)[:FOCUS_TOP]
             hits = _with_required(hits, focus_hits)
         pool = to_candidates(parts.store, hits[:pool_limit], request.mode)
-        if request.aspect_focus:
+        focused = next((f for f in plan.families if f.name == request.aspect_focus), None)
+        if focused is not None and not focused.is_store_filterable:
             # The focused aspect is met by the best hits of its own search, not only by shared words; but only
-            # by those that speak of it: a focus the index knows nothing of has nearest neighbours too.
-            focus = request.aspect_focus
+            # by those that speak of it: a focus the index knows nothing of has nearest neighbours too. A family
+            # declared by its members (a shape's, the caller's) is met by those alone: focusing on its name had
+            # let any page mentioning it stand in for evidence the requester may not read.
             chunks = {c.chunk.record_id: c.chunk for c in pool}
-            plan = with_known_evidence(plan, {focus: tuple(h.record_id for h in focus_hits if h.record_id in chunks
-                                                           and speaks_of(chunks[h.record_id], focus))})
+            plan = with_known_evidence(plan, {focused.name: tuple(
+                h.record_id for h in focus_hits if h.record_id in chunks and speaks_of(chunks[h.record_id],
+                                                                                        focused.name))})
         st.n_out = len(pool)
         st.decisions = {"queries": len(queries), "hits": [len(x) for x in lists]}
 

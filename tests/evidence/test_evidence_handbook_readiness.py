@@ -275,6 +275,36 @@ def test_break_glass_question_stops_with_an_owner(engine: Engine) -> None:
     assert rescue[0]["ms"] > 0
 
 
+@pytest.mark.parametrize("focus", ["breakglass", "break-glass root token"])
+def test_a_focus_does_not_turn_the_break_glass_stop_into_an_answer(engine: Engine, focus: str) -> None:
+    """Focusing on the declared family's own name (what the stop reports) had let readable pages mentioning it
+    meet the family: proceed at 0.96. A focus beside it had raised the stop's confidence to 0.5 (review)."""
+    result = ask(engine, BREAK_GLASS_QUESTION, aspect_focus=focus)
+    assert result["decision"]["recommendation"]["action"] == "stop"
+    breakglass = next(f for f in result["families"] if f["name"] == "breakglass")
+    assert breakglass["status"] == "found-but-rejected" and result["signals"]["confidence"] == 0.0
+
+
+def test_a_focus_on_a_declared_family_is_met_only_by_its_members(tmp_path: Path, cache_dir: Path,
+                                                                 embedder: Embedder) -> None:
+    """A readable glossary entry headed "Breakglass" had met the declared family once an agent focused on its
+    name, turning the stop into proceed at 0.94 (review)."""
+    handbook = copy_handbook(tmp_path / "handbook")
+    (handbook / "operations" / "glossary.md").write_text(
+        '---\ntitle: "Glossary"\nevidence_family: overview\nsource_version: "1"\n'
+        'published_at: "2026-01-05T00:00:00Z"\naccess_labels: [engineering-read]\n'
+        'citation_uri: "https://handbook.northwind.example/operations/glossary/"\n---\n\n# Glossary\n\n'
+        "## Breakglass\n\nBreakglass means emergency access to the Vaultline root token; the procedure lives "
+        "with the security team.\n", encoding="utf-8")
+    with open_handbook(tmp_path / "idx", cache_dir, embedder, handbook) as e:
+        result = e.search_with_reasoning(BREAK_GLASS_QUESTION, "breakglass", principal=ENGINEER,
+                                         retrieved_at=RETRIEVED_AT)
+        assert "operations/glossary.md" in evidence_sources(result)  # the page is there, and is read
+        assert result["families"][0] == {**result["families"][0], "name": "breakglass",
+                                         "status": "found-but-rejected"}
+        assert result["decision"]["recommendation"]["action"] == "stop"
+
+
 def test_break_glass_question_for_the_security_team(engine: Engine) -> None:
     result = ask(engine, BREAK_GLASS_QUESTION, principal=SECURITY)
     assert "security/breakglass-root-token.md" in evidence_sources(result)
@@ -427,7 +457,7 @@ def test_an_identifier_aspect_is_covered_only_by_evidence_holding_it_whole(engin
     assert known["decision"]["recommendation"]["action"] == "proceed"
 
 
-@pytest.mark.parametrize("focus", ["zzqqxx", "QZXW-991", "flux capacitor calibration"])
+@pytest.mark.parametrize("focus", ["zzqqxx", "QZXW-991", "flux capacitor calibration", "what is it", "???"])
 def test_a_focus_the_index_knows_nothing_of_stays_missing(engine: Engine, focus: str) -> None:
     """The best hits of a focused search had met the focused aspect whatever they held: any focus "fixed" the
     aspect and proceeded (walkthrough). Its nearest neighbours hold none of its words."""

@@ -49,6 +49,8 @@ def speaks_of(chunk: Chunk, focus: str) -> bool:
     neighbours; for a focus the index knows nothing of ("QZXW-991", "flux capacitor calibration") they are noise,
     not evidence of it."""
     identifiers, words = question_words(focus)
+    if not identifiers and not words:  # only stopwords or punctuation ("what is it", "???"): nothing to hold
+        return False
     if not all(holds_verbatim(chunk, t) for t in identifiers):
         return False
     return not words or bool({term for _, term in words} & chunk_terms(chunk)[0])

@@ -166,13 +166,15 @@ def evidence_chain(outcome: SearchOutcome) -> int:
 
 
 def bounded_confidence(outcome: SearchOutcome, feats: dict[str, float]) -> float:
-    """The fitted confidence, bounded by what is known to be missing. A family declared by a question shape or
-    by the caller is a requirement, not a guess: while a share of them has no admitted evidence (missing, or
-    found but rejected), the result's quality is at most the share covered. A stop over restricted evidence had
-    read 0.65-0.70 sure."""
+    """The fitted confidence, bounded by what is known to be missing. A family declared by its members (a
+    question shape's, the caller's) is a requirement, not a guess: while a share of them has no admitted
+    evidence (missing, or found but rejected), the result's quality is at most the share covered. A stop over
+    restricted evidence had read 0.65-0.70 sure. An aspect the agent focused on is not declared."""
     value = confidence(feats)
-    if outcome.plan.source.value in ("caller", "shape") and outcome.families:
-        value = min(value, sum(f.status == "covered" for f in outcome.families) / len(outcome.families))
+    declared = {f.name for f in outcome.plan.families if f.is_store_filterable}  # not an agent's focus
+    statuses = [f.status for f in outcome.families if f.name in declared]
+    if statuses:
+        value = min(value, statuses.count("covered") / len(statuses))
     return value
 
 
