@@ -306,6 +306,21 @@ def test_export_refuses_to_replace_a_foreign_directory(tmp_path: Path) -> None:
     assert (out / "notes.txt").is_file()
 
 
+def test_without_torch_an_older_export_is_kept_and_named_by_its_bytes(
+    tmp_path: Path, onnx_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Format 2 rebuilds a format-1 export, which needs torch: without it the upgrade had left no embedder."""
+    target = onnx_cache_dir(default_model_dir(), tmp_path)
+    shutil.copytree(onnx_dir, target)
+    manifest = read_manifest(target)
+    del manifest["model_sha256"]
+    (target / MANIFEST_FILE).write_text(json.dumps({**manifest, "format_version": 1}), encoding="utf-8")
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
+    embedder = load_embedder("onnx", None, tmp_path)
+    assert embedder.fingerprint == OnnxEmbedder(onnx_dir).fingerprint  # the same bytes, the same name
+    assert read_manifest(target)["adopted_from_format"] == 1
+
+
 def test_onnx_without_torch_and_without_export_explains(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

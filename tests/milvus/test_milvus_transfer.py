@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pymilvus")
@@ -15,7 +16,7 @@ pytest.importorskip("milvus_lite")
 
 from evidex.errors import StoreError
 from evidex.stores.milvus import MilvusStore
-from evidex.stores.protocol import Store
+from evidex.stores.protocol import DocumentWrite, Store
 from evidex.stores.sqlite import SqliteStore
 from evidex.stores.transfer import FORMAT_VERSION, export_index, import_index
 from evidex.testing.store_contract import DIM, T0, axis, batch, dead_letter, document, make_chunk, unit
@@ -60,8 +61,9 @@ def build_history(store: Store) -> None:
                                                         record_id="A#1-new")],
                                             [axis(0), axis(3)], doc_hash="hA2"),
                              dead_letters=[dead_letter("bad.md", "b2", "still bad")], resolved=["worse.md"]))
-    store.commit_batch(batch("b3", document([make_chunk("C", 0, "gamma alpha")], [unit(1, 1, 1)]), unchanged=2,
-                             label="third"))
+    store.commit_batch(batch("b3", document([make_chunk("C", 0, "gamma alpha")], [unit(1, 1, 1)]),
+                             DocumentWrite("B", "B.md", "h-empty", (), np.zeros((0, DIM), np.float32)),  # retired
+                             unchanged=2, label="third"))
     store.commit_batch(batch("b4", document([make_chunk("D", 0, "delta")], [axis(4)]),
                              dead_letters=[dead_letter("gone.md", "b4")]))
     store.rollback()  # b4
@@ -77,7 +79,8 @@ def observe(store: Any) -> dict[str, Any]:
         "batches": store.batches(),
         "dead_letters": store.dead_letters(),
         "embedding_model": store.embedding_model(),
-        "counts": {k: stats[k] for k in ("documents", "chunks", "retired_chunks", "batches", "dead_letters",
+        "counts": {k: stats[k] for k in ("documents", "chunks", "retired_chunks", "batches", "rolled_back_batches",
+                                         "dead_letters",
                                          "families")},
     }
 
@@ -90,6 +93,7 @@ def test_sqlite_to_milvus_and_back(sqlite: SqliteStore, milvus: MilvusStore, tmp
                                                                                              6, 4)
     import_index(tmp_path / "from-sqlite", milvus)
     assert observe(milvus) == want and want["embedding_model"] == "m1"
+    assert [(b.batch_id, b.replaced, b.retired) for b in want["batches"]][1:3] == [("b2", 1, 0), ("b3", 0, 1)]
     assert milvus.snapshot_id() != "g0-empty" and milvus.snapshot_id().endswith("-b3")
 
     export_index(milvus, tmp_path / "from-milvus")
@@ -106,6 +110,7 @@ def test_sqlite_to_milvus_and_back(sqlite: SqliteStore, milvus: MilvusStore, tmp
         store.rollback()
     assert observe(milvus) == observe(sqlite) == observe(back)
     assert [c.text for c in milvus.get(["A#1"])] == ["alpha legacy steps"]
+    assert [c.text for c in milvus.get(["B#0"])] == ["beta notes"]  # the retired document is back
     back.close()
 
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from evidex.embedding.onnx import OnnxEmbedder
-from evidex.embedding.onnx_export import export_onnx_int8, is_valid_export, weights_sha256
+from evidex.embedding.onnx_export import adopt_format_1, export_onnx_int8, is_valid_export, weights_sha256
 from evidex.embedding.protocol import Embedder, Vectors
 from evidex.embedding.sentence_transformers import SentenceTransformerEmbedder
 from evidex.errors import BackendUnavailable
@@ -75,6 +75,9 @@ def load_embedder(
         try:
             export_onnx_int8(source, target)
         except BackendUnavailable as exc:
+            # Without torch an older export cannot be rebuilt; it is kept, named by its own bytes.
+            if adopt_format_1(target, weights_sha256(source)):
+                return OnnxEmbedder(target, threads=threads)
             raise BackendUnavailable(
                 f"the ONNX model for {source} is not built yet (expected in {target}); building it once "
                 f"needs torch: pip install -e '.[torch]', or use backend='torch'. ({exc})"

@@ -117,6 +117,25 @@ def is_valid_export(onnx_dir: Path, source_sha256: str) -> bool:
     )
 
 
+def adopt_format_1(onnx_dir: Path, source_sha256: str) -> bool:
+    """Name a complete format-1 export of these weights by its own bytes (format 2), in place. For a machine
+    without torch, which cannot rebuild it: its vectors then key their own embedding cache entries, apart from
+    any other recipe's. False when `onnx_dir` holds no such export."""
+    try:
+        manifest = read_manifest(onnx_dir)
+    except EmbeddingError:
+        return False
+    if manifest.get("format_version") != 1 or manifest.get("source_weights_sha256") != source_sha256 \
+            or not (onnx_dir / MODEL_FILE).is_file() or not (onnx_dir / TOKENIZER_FILE).is_file():
+        return False
+    manifest.update(format_version=EXPORT_FORMAT_VERSION, model_sha256=_file_sha256(onnx_dir / MODEL_FILE),
+                    adopted_from_format=1)
+    tmp = onnx_dir / (MANIFEST_FILE + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, onnx_dir / MANIFEST_FILE)
+    return True
+
+
 def export_onnx_int8(model_dir: Path, out_dir: Path) -> Path:
     """Export model_dir to out_dir (atomically, under a file lock); no-op when already there."""
     model_dir = Path(model_dir).resolve()
@@ -208,9 +227,9 @@ def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
         _read_json(model_dir / "sentence_bert_config.json").get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH
     )
     try:
-        quiet_transformers()
-        tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-        model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
+        with quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+            model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
     except Exception as exc:  # transformers raises many types for a bad directory
         raise EmbeddingError(f"cannot load the transformer from {model_dir}: {exc}") from exc
     model.eval()
@@ -295,12 +314,19 @@ def _sensitive_matmuls(fp32_path: Path, num_layers: int) -> list[str]:
     ]
 
 
-def quiet_transformers() -> None:
-    """No "Loading weights: 100%|████| 103/103" bar on the terminal of `make`, `setup` or an ingest: the weights
-    are local and load in well under a second."""
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """No "Loading weights: 100%|████| 103/103" bar on the terminal of `make`, `setup` or an ingest (the weights
+    are local and load in well under a second); an application's own setting is restored afterwards."""
     from transformers.utils import logging as transformers_logging
 
+    was_enabled = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if was_enabled:
+            transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 @contextlib.contextmanager

@@ -50,9 +50,8 @@ class SentenceTransformerEmbedder:
         self._batch_size = batch_size
         self._fingerprint = f"st:{self._dir.name}:{_config_hash(self._dir)}"
         self._model_id = model_id_of(weights_sha256(self._dir))
-        quiet_transformers()
         try:
-            with _offline():
+            with _offline(), quiet_transformers():
                 self._model: Any = SentenceTransformer(str(self._dir), device=device, local_files_only=True)
         except Exception as exc:  # sentence-transformers/transformers raise many types
             raise EmbeddingError(f"cannot load sentence-transformers model from {self._dir}: {exc}") from exc
