@@ -52,7 +52,7 @@ _POSSESSIVE = re.compile(r"['’]s$", re.I)
 def terms(text: str) -> tuple[str, ...]:
     """Distinct stemmed content terms of `text`, in order (possessive 's dropped). The terms of
     `content_words`, computed without keeping the words: this runs many times per query."""
-    words = (_POSSESSIVE.sub("", w.lower()) for w in _WORD.findall(text))
+    words = (_POSSESSIVE.sub("", w.lower()) for w in _WORD.findall(unicodedata.normalize("NFKC", text)))
     out = (stem(w) for w in words if w not in STOPWORDS)
     return tuple(dict.fromkeys(t for t in out if t))
 
@@ -61,7 +61,7 @@ def content_words(text: str) -> list[tuple[str, str]]:
     """(word as written, its term) for the first occurrence of each content term of `text`, in order: the
     terms are exactly `terms(text)`."""
     seen: dict[str, str] = {}
-    for word in _WORD.findall(text):
+    for word in _WORD.findall(unicodedata.normalize("NFKC", text)):  # "cafe\u0301" is "café", as typed either way
         word = _POSSESSIVE.sub("", word)
         lower = word.lower()
         if lower in STOPWORDS:
