@@ -34,7 +34,7 @@ class ResultContext:
     chunk_size: int
     visibility: RejectionVisibility
     requery_threshold: float = 0.7
-    min_question_word_share: float = 0.5
+    min_question_word_share: float = 0.4
     default_owner: str | None = None
 
 

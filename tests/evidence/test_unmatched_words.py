@@ -7,7 +7,8 @@ import itertools
 
 import pytest
 
-from evidex.evidence.words import find_unmatched_words, speaks_of
+from evidex.evidence.words import speaks_of, words_held
+from evidex.signals.compute import describe_off_topic
 from evidex.types import Candidate, Chunk, Provenance
 
 _IDS = itertools.count()
@@ -32,7 +33,8 @@ def evidence(text: str, heading: str = "") -> Candidate:
     ("Is the cafe\u0301 open?", "The caf\u00e9 is open daily.", "", 2, []),
 ])
 def test_unmatched_words(question: str, text: str, heading: str, asked: int, missing: list[str]) -> None:
-    assert find_unmatched_words(question, [evidence(text, heading)]) == (asked, missing)
+    held = words_held(question, [chunk := evidence(text, heading)], [chunk])
+    assert (held.asked, list(held.missing)) == (asked, missing)
 
 
 @pytest.mark.parametrize(("focus", "text", "speaks"), [
@@ -43,3 +45,17 @@ def test_unmatched_words(question: str, text: str, heading: str, asked: int, mis
 ])
 def test_a_chunk_speaks_of_a_focus_only_if_it_holds_something_of_it(focus: str, text: str, speaks: bool) -> None:
     assert speaks_of(evidence(text).chunk, focus) is speaks
+
+
+def test_words_weigh_their_rarity_among_the_candidates() -> None:
+    """Three of five words held is most of the question, unless the three are what every candidate says and the
+    two missing ones are what the question is about."""
+    question = "HSM master key ceremony custodians"
+    common = [evidence(f"The HSM protects the master key, entry {i}.") for i in range(20)]
+    held = words_held(question, common[:3], common)
+    assert (held.asked, held.missing) == (5, ("ceremony", "custodians"))
+    assert held.weighted_share < 0.4 < held.held / held.asked
+    assert describe_off_topic(held) == ("3 of the question's 5 words occur, but not its rarest (ceremony, custodians) "
+                                        "in the evidence: it may be off-topic for this index")
+    rare = [*common, evidence("The key ceremony has two custodians.")]
+    assert words_held(question, [rare[-1], *common[:2]], rare).weighted_share == 1.0
