@@ -8,6 +8,7 @@ import shutil
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,14 @@ from evidex.embedding import (
     load_embedder,
     onnx_cache_dir,
 )
-from evidex.embedding.onnx_export import MANIFEST_FILE, MODEL_FILE, read_manifest
+from evidex.embedding.onnx_export import (
+    MANIFEST_FILE,
+    MODEL_FILE,
+    adopt_format_1,
+    quiet_transformers,
+    read_manifest,
+    weights_sha256,
+)
 from evidex.embedding.protocol import Embedder
 from evidex.errors import BackendUnavailable, EmbeddingError
 
@@ -319,6 +327,39 @@ def test_without_torch_an_older_export_is_kept_and_named_by_its_bytes(
     embedder = load_embedder("onnx", None, tmp_path)
     assert embedder.fingerprint == OnnxEmbedder(onnx_dir).fingerprint  # the same bytes, the same name
     assert read_manifest(target)["adopted_from_format"] == 1
+
+
+def test_two_adoptions_at_once_both_succeed(tmp_path: Path, onnx_dir: Path) -> None:
+    """A shared temp name and no lock had made one of two concurrent adoptions fail (4 in 80, review)."""
+    target = onnx_cache_dir(default_model_dir(), tmp_path)
+    shutil.copytree(onnx_dir, target)
+    manifest = read_manifest(target)
+    del manifest["model_sha256"]
+    (target / MANIFEST_FILE).write_text(json.dumps({**manifest, "format_version": 1}), encoding="utf-8")
+    source = weights_sha256(default_model_dir())
+    start = threading.Barrier(4)
+
+    def adopt() -> bool:
+        start.wait()
+        return adopt_format_1(target, source)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(lambda _: adopt(), range(4))) == [True] * 4
+    assert OnnxEmbedder(target).fingerprint == OnnxEmbedder(onnx_dir).fingerprint
+    assert [p.name for p in target.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_quiet_transformers_restores_the_applications_setting(enabled: bool) -> None:
+    from transformers.utils import logging as transformers_logging
+
+    (transformers_logging.enable_progress_bar if enabled else transformers_logging.disable_progress_bar)()
+    try:
+        with quiet_transformers():
+            assert not transformers_logging.is_progress_bar_enabled()
+        assert transformers_logging.is_progress_bar_enabled() is enabled
+    finally:
+        transformers_logging.enable_progress_bar()
 
 
 def test_onnx_without_torch_and_without_export_explains(

@@ -30,6 +30,8 @@ def evidence(text: str, heading: str = "") -> Candidate:
     ("What is at https://kubernetes.io/docs?", "See kubernetes.io for the docs.", "", 2, []),
     ("Is the k8s-prod cluster named e.g. prod?", "The cluster is named prod.", "", 4, ["k8s-prod"]),
     ("Is the caf\u00e9 open?", "The cafe\u0301 is open daily.", "", 2, []),  # composed vs decomposed accent
+    ("Why was \uff36\uff2c\uff3f\uff2c\uff25\uff21\uff33\uff25 raised?", "VL and LEASE are raised apart.", "", 2,
+     ["VL_LEASE"]),  # full width: one identifier, not "VL" and "LEASE"
     ("Is the cafe\u0301 open?", "The caf\u00e9 is open daily.", "", 2, []),
 ])
 def test_unmatched_words(question: str, text: str, heading: str, asked: int, missing: list[str]) -> None:
@@ -55,7 +57,7 @@ def test_words_weigh_their_rarity_among_the_candidates() -> None:
     held = words_held(question, common[:3], common)
     assert (held.asked, held.missing) == (5, ("ceremony", "custodians"))
     assert held.weighted_share < 0.4 < held.held / held.asked
-    assert describe_off_topic(held) == ("3 of the question's 5 words occur, but not its rarest (ceremony, custodians) "
+    assert describe_off_topic(held) == ("3 of the question's 5 words occur, but not ceremony, custodians, "
                                         "in the evidence: it may be off-topic for this index")
     rare = [*common, evidence("The key ceremony has two custodians.")]
     assert words_held(question, [rare[-1], *common[:2]], rare).weighted_share == 1.0

@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,20 +121,28 @@ def is_valid_export(onnx_dir: Path, source_sha256: str) -> bool:
 def adopt_format_1(onnx_dir: Path, source_sha256: str) -> bool:
     """Name a complete format-1 export of these weights by its own bytes (format 2), in place. For a machine
     without torch, which cannot rebuild it: its vectors then key their own embedding cache entries, apart from
-    any other recipe's. False when `onnx_dir` holds no such export."""
-    try:
-        manifest = read_manifest(onnx_dir)
-    except EmbeddingError:
-        return False
-    if manifest.get("format_version") != 1 or manifest.get("source_weights_sha256") != source_sha256 \
-            or not (onnx_dir / MODEL_FILE).is_file() or not (onnx_dir / TOKENIZER_FILE).is_file():
-        return False
-    manifest.update(format_version=EXPORT_FORMAT_VERSION, model_sha256=_file_sha256(onnx_dir / MODEL_FILE),
-                    adopted_from_format=1)
-    tmp = onnx_dir / (MANIFEST_FILE + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, onnx_dir / MANIFEST_FILE)
-    return True
+    any other recipe's. False when `onnx_dir` holds no such export. Under the export's lock, so a concurrent
+    adoption or rebuild is seen, not overwritten."""
+    with _exclusive_lock(onnx_dir.parent / f".{onnx_dir.name}.lock"):
+        if is_valid_export(onnx_dir, source_sha256):  # another process got there first
+            return True
+        try:
+            manifest = read_manifest(onnx_dir)
+        except EmbeddingError:
+            return False
+        if manifest.get("format_version") != 1 or manifest.get("source_weights_sha256") != source_sha256 \
+                or not (onnx_dir / MODEL_FILE).is_file() or not (onnx_dir / TOKENIZER_FILE).is_file():
+            return False
+        manifest.update(format_version=EXPORT_FORMAT_VERSION, model_sha256=_file_sha256(onnx_dir / MODEL_FILE),
+                        adopted_from_format=1)
+        fd, tmp = tempfile.mkstemp(dir=onnx_dir, prefix=MANIFEST_FILE, suffix=".tmp")
+        os.fchmod(fd, 0o644)  # as readable as the export it names (mkstemp creates 0600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(manifest, indent=2) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, onnx_dir / MANIFEST_FILE)
+        return True
 
 
 def export_onnx_int8(model_dir: Path, out_dir: Path) -> Path:
@@ -314,19 +323,24 @@ def _sensitive_matmuls(fp32_path: Path, num_layers: int) -> list[str]:
     ]
 
 
+_QUIET = threading.RLock()
+
+
 @contextlib.contextmanager
 def quiet_transformers() -> Iterator[None]:
     """No "Loading weights: 100%|████| 103/103" bar on the terminal of `make`, `setup` or an ingest (the weights
-    are local and load in well under a second); an application's own setting is restored afterwards."""
+    are local and load in well under a second); an application's own setting is restored afterwards. The
+    setting is global: threads loading models take turns."""
     from transformers.utils import logging as transformers_logging
 
-    was_enabled = transformers_logging.is_progress_bar_enabled()
-    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    try:
-        yield
-    finally:
-        if was_enabled:
-            transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+    with _QUIET:
+        was_enabled = transformers_logging.is_progress_bar_enabled()
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        try:
+            yield
+        finally:
+            if was_enabled:
+                transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 @contextlib.contextmanager

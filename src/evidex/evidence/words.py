@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,8 +24,9 @@ _URL_SCHEME = re.compile(r"\b[a-z][a-z0-9+.-]*://", re.I)
 
 @lru_cache(maxsize=1024)  # the pipeline (an aspect focus) and the signals (the question) both ask
 def question_words(query: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """(the identifiers `query` names, (word as written, term) for each of its other content words)."""
-    query = _URL_SCHEME.sub(" ", query)
+    """(the identifiers `query` names, (word as written, term) for each of its other content words). Read in
+    NFKC, as terms are: a full-width "ＶＬ＿ＬＥＡＳＥ" is the identifier VL_LEASE, not two words."""
+    query = _URL_SCHEME.sub(" ", unicodedata.normalize("NFKC", query))
     tokens = sorted(exact_tokens(query), key=len, reverse=True)  # "k8s-prod" before the "k8s" inside it
     plain = query
     for token in tokens:

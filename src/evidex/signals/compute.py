@@ -275,7 +275,7 @@ def describe_off_topic(words: WordsHeld) -> str:
     elif found * 2 < asked:
         what = f"only {found} of the question's {asked} words occur{'s' if found == 1 else ''}"
     else:  # most words are held, but not the rare ones that say what the question is about
-        what = f"{found} of the question's {asked} words occur, but not its rarest ({', '.join(words.missing)})"
+        what = f"{found} of the question's {asked} words occur, but not {', '.join(words.missing)},"
     return f"{what} in the evidence: it may be off-topic for this index"
 
 
