@@ -267,14 +267,20 @@ def test_the_fingerprint_names_the_export_itself(onnx_dir: Path) -> None:
     assert OnnxEmbedder(onnx_dir).fingerprint.endswith(":" + model_sha[:12])
 
 
-@pytest.mark.slow
-def test_an_export_from_before_the_model_was_named_is_rebuilt(tmp_path: Path, onnx_dir: Path) -> None:
-    """A format-1 export (no model_sha256) had served under the same fingerprint as every later recipe."""
-    target = onnx_cache_dir(default_model_dir(), tmp_path)
+def format_1_export(onnx_dir: Path, cache_dir: Path) -> Path:
+    """A copy of the default export in `cache_dir` as format 1 wrote it: no model_sha256."""
+    target = onnx_cache_dir(default_model_dir(), cache_dir)
     shutil.copytree(onnx_dir, target)
     manifest = read_manifest(target)
     del manifest["model_sha256"]
     (target / MANIFEST_FILE).write_text(json.dumps({**manifest, "format_version": 1}), encoding="utf-8")
+    return target
+
+
+@pytest.mark.slow
+def test_an_export_from_before_the_model_was_named_is_rebuilt(tmp_path: Path, onnx_dir: Path) -> None:
+    """A format-1 export (no model_sha256) had served under the same fingerprint as every later recipe."""
+    target = format_1_export(onnx_dir, tmp_path)
     with pytest.raises(EmbeddingError, match="delete the directory to rebuild it"):
         OnnxEmbedder(target)
     assert load_embedder("onnx", None, tmp_path).fingerprint == OnnxEmbedder(onnx_dir).fingerprint
@@ -318,11 +324,7 @@ def test_without_torch_an_older_export_is_kept_and_named_by_its_bytes(
     tmp_path: Path, onnx_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Format 2 rebuilds a format-1 export, which needs torch: without it the upgrade had left no embedder."""
-    target = onnx_cache_dir(default_model_dir(), tmp_path)
-    shutil.copytree(onnx_dir, target)
-    manifest = read_manifest(target)
-    del manifest["model_sha256"]
-    (target / MANIFEST_FILE).write_text(json.dumps({**manifest, "format_version": 1}), encoding="utf-8")
+    target = format_1_export(onnx_dir, tmp_path)
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
     embedder = load_embedder("onnx", None, tmp_path)
     assert embedder.fingerprint == OnnxEmbedder(onnx_dir).fingerprint  # the same bytes, the same name
@@ -331,11 +333,7 @@ def test_without_torch_an_older_export_is_kept_and_named_by_its_bytes(
 
 def test_two_adoptions_at_once_both_succeed(tmp_path: Path, onnx_dir: Path) -> None:
     """A shared temp name and no lock had made one of two concurrent adoptions fail (4 in 80, review)."""
-    target = onnx_cache_dir(default_model_dir(), tmp_path)
-    shutil.copytree(onnx_dir, target)
-    manifest = read_manifest(target)
-    del manifest["model_sha256"]
-    (target / MANIFEST_FILE).write_text(json.dumps({**manifest, "format_version": 1}), encoding="utf-8")
+    target = format_1_export(onnx_dir, tmp_path)
     source = weights_sha256(default_model_dir())
     start = threading.Barrier(4)
 
