@@ -282,9 +282,9 @@ def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
     directory that could not be listed, or one file (a duplicate under the source it had, not the letter's
     "source@path" name)."""
     path = letter.path or letter.location
-    file, _, line = path.rpartition(":")
-    if file and line.isdigit() and file.endswith(".jsonl"):
-        return [read_jsonl_line(Path(file), int(line), letter.source.rpartition(":")[0])]
+    file, line = _letter_file(letter)
+    if line is not None and file.endswith(".jsonl"):
+        return [read_jsonl_line(Path(file), line, letter.source.rpartition(":")[0])]
     if path.endswith(".jsonl"):  # the file could not be read at all: every line of it, now
         return list(iter_jsonl(Path(path), letter.source))
     if letter.source.endswith("/"):  # a directory that could not be listed ("sub/", or the full path of a root)
@@ -297,11 +297,16 @@ def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
     return [load_file(Path(path), source)]
 
 
-def _letter_target(letter: DeadLetter) -> Path:
-    """The file (or directory) a dead letter names: a JSONL line's file without its line number."""
+def _letter_file(letter: DeadLetter) -> tuple[str, int | None]:
+    """(the file or directory a dead letter names, the JSONL line number when it names one line)."""
     path = letter.path or letter.location
     file, _, line = path.rpartition(":")
-    return Path(file if file and line.isdigit() else path)
+    return (file, int(line)) if file and line.isdigit() else (path, None)
+
+
+def _letter_target(letter: DeadLetter) -> Path:
+    """The file (or directory) a dead letter names: a JSONL line's file without its line number."""
+    return Path(_letter_file(letter)[0])
 
 
 def _settled_letters(letters: Sequence[DeadLetter], roots: Sequence[str | Path], *, sync: bool) -> list[str]:

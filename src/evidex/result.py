@@ -15,6 +15,7 @@ from typing import Any
 
 from evidex.admission.gate import RejectionVisibility
 from evidex.admission.verification import EvidenceStatus, Verification, status_of
+from evidex.config import EvidenceConfig
 from evidex.evidence.assemble import group_by_source
 from evidex.ingest.provenance import format_time
 from evidex.pipeline import SearchOutcome
@@ -33,8 +34,8 @@ class ResultContext:
     embedding_model: str
     chunk_size: int
     visibility: RejectionVisibility
-    requery_threshold: float = 0.7
-    min_question_word_share: float = 0.4
+    requery_threshold: float = EvidenceConfig.requery_threshold  # the config's defaults, stated once
+    min_question_word_share: float = EvidenceConfig.min_question_word_share
     default_owner: str | None = None
 
 

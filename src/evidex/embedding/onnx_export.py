@@ -113,9 +113,12 @@ def is_valid_export(onnx_dir: Path, source_sha256: str) -> bool:
         manifest.get("format_version") == EXPORT_FORMAT_VERSION
         and manifest.get("source_weights_sha256") == source_sha256
         and isinstance(manifest.get("model_sha256"), str)
-        and (onnx_dir / MODEL_FILE).is_file()
-        and (onnx_dir / TOKENIZER_FILE).is_file()
+        and _has_files(onnx_dir)
     )
+
+
+def _has_files(onnx_dir: Path) -> bool:
+    return (onnx_dir / MODEL_FILE).is_file() and (onnx_dir / TOKENIZER_FILE).is_file()
 
 
 def adopt_format_1(onnx_dir: Path, source_sha256: str) -> bool:
@@ -131,7 +134,7 @@ def adopt_format_1(onnx_dir: Path, source_sha256: str) -> bool:
         except EmbeddingError:
             return False
         if manifest.get("format_version") != 1 or manifest.get("source_weights_sha256") != source_sha256 \
-                or not (onnx_dir / MODEL_FILE).is_file() or not (onnx_dir / TOKENIZER_FILE).is_file():
+                or not _has_files(onnx_dir):
             return False
         manifest.update(format_version=EXPORT_FORMAT_VERSION, model_sha256=_file_sha256(onnx_dir / MODEL_FILE),
                         adopted_from_format=1)

@@ -10,6 +10,8 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from evidex.signals.compute import planned
+
 _ACTION_STYLE = {"proceed": "bold green", "re-query": "bold yellow", "stop": "bold red"}
 _FAMILY_STYLE = {"covered": "green", "missing": "yellow", "found-but-rejected": "red"}
 
@@ -37,8 +39,7 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
     cov = sig["coverage"]
     # A plan without aspects or families covers nothing to measure: its ratio of 1.00 beside an off-topic
     # re-query misled.
-    planned = cov["aspects_covered"] or cov["aspects_missing"] or result["families"]
-    ratio = f"{cov['ratio']:.2f}" if planned else "n/a (nothing planned)"
+    ratio = f"{cov['ratio']:.2f}" if planned(cov, result["families"]) else "n/a (nothing planned)"
     console.print(f"confidence {sig['confidence']:.2f} · coverage {ratio} · "
                   f"{sig['source_diversity']['sources']} sources · plan: {result['plan']['source']}"
                   f"{' (' + result['plan']['shape'] + ')' if result['plan']['shape'] else ''}")

@@ -247,6 +247,12 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, A
     }
 
 
+def planned(cov: dict[str, Any], families: Sequence[Any]) -> bool:
+    """Whether the plan had anything to cover (aspects, or families), so that a coverage ratio means something:
+    `cov` is `coverage()`'s, `families` the outcome's or a result's."""
+    return bool(cov["aspects_covered"] or cov["aspects_missing"] or families)
+
+
 def is_stop(outcome: SearchOutcome) -> bool:
     """Nothing admissible and relevant remains: no context at all, or only noise after grading, while
     candidates were rejected by the gate."""
@@ -311,7 +317,7 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
                    or (tuple(described_phrases(outcome.request.query)) if HOP_ASPECT in cov["aspects_missing"]
                        else ()))
         return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}", focus=aspects)
-    if not (cov["aspects_covered"] or cov["aspects_missing"] or outcome.families):
+    if not planned(cov, outcome.families):
         # Nothing was planned to check; the terminal shows "coverage n/a" beside it, not a vacuous 1.00.
         return Recommendation("proceed", NOTHING_PLANNED)
     return Recommendation("proceed", f"coverage {ratio:.2f}")
