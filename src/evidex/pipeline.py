@@ -176,6 +176,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
 
     linked: frozenset[str] = frozenset()
     named: frozenset[str] = frozenset()
+    leads: dict[str, str] = {}
     if sw.rescue:
         with trace.stage("rescue", len(ranked)) as st:
             def sparse_candidates(h: list[ScoredId]) -> list[Candidate]:
@@ -186,8 +187,9 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                                                  limit=10, to_candidates=_readable(parts, request, retrieved_at,
                                                                                    sparse_candidates), filters=reader)
             plan = with_known_evidence(plan, pages)
-            added, attempts = rescue(parts.store, plan.families, [*ranked, *added_by_name], wide_limit=ev.wide_limit,
-                                     min_matches=ev.min_matches, reader=reader, to_candidates=sparse_candidates)
+            rescued = rescue(parts.store, plan.families, [*ranked, *added_by_name], wide_limit=ev.wide_limit,
+                             min_matches=ev.min_matches, reader=reader, to_candidates=sparse_candidates, leading=k)
+            added, attempts, leads = rescued.added, rescued.attempts, rescued.leads
             # Names are only followed out of text the requester may read: a restricted page must not steer
             # (or, through the trace, reveal) what else is found.
             bridged: list[Candidate] = []
@@ -223,13 +225,19 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             st.n_out = len(admitted)
             st.decisions = {"rejected_counts": decision.counts()}
 
+    lead_families: list[RequiredFamily] = []
     with trace.stage("reserve", len(admitted)) as st:
         if sw.reserve:
             # A nested question also needs the page one hop away: the best linked page is reserved like a family,
             # preferring a page named exactly by a followed name ("Kansas" over "Ellis, Kansas").
             hop_pages = tuple(sorted(named or linked))
             hop = [RequiredFamily(HOP_OBLIGATION, rescue_query="", record_ids=hop_pages)] if hop_pages else []
-            selection = reserve(admitted, [*plan.families, *hop], k, ev.max_per_doc)
+            # Then the lead of each aspect nothing met: kept like evidence (through grading too), never
+            # counted as covering the aspect (the family statuses come from the plan alone).
+            admitted_ids = {c.chunk.record_id for c in admitted}
+            lead_families = [RequiredFamily(LEAD_OBLIGATION + name, rescue_query="", record_ids=(record_id,))
+                             for name, record_id in leads.items() if record_id in admitted_ids]
+            selection = reserve(admitted, [*plan.families, *hop, *lead_families], k, ev.max_per_doc)
             selected = list(selection.chunks)
             st.decisions = {"reserved": selection.reserved}
         else:
@@ -240,7 +248,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
     thresholds = GradeThresholds(ev.grade_correct, ev.grade_incorrect)
     if sw.grade:
         with trace.stage("grade", len(selected)) as st:
-            graded = grade(selected, admitted, plan.families, k, thresholds)
+            graded = grade(selected, admitted, [*plan.families, *lead_families], k, thresholds)
             selected = list(graded.chunks)
             st.n_out = len(selected)
             st.decisions = {"overall": graded.overall.value, "removed": list(graded.removed),
@@ -305,6 +313,7 @@ def _unreadable_successors(store: Store, vector: Callable[[], npt.NDArray[np.flo
 
 FOCUS_TOP = 3
 HOP_OBLIGATION = "(one hop away)"  # the reserve trace's name for the linked page a nested question needs
+LEAD_OBLIGATION = "(lead) "  # the reserve trace's prefix for the lead kept for an aspect nothing met
 
 
 ToCandidates = Callable[[list[ScoredId]], list[Candidate]]

@@ -26,7 +26,7 @@ from evidex.config import Config
 from evidex.evidence.bridge import bridge, bridge_entities, named, titled
 from evidex.evidence.plan import RequiredFamily, explicit_plan
 from evidex.evidence.rescue import rescue
-from evidex.pipeline import HOP_OBLIGATION, PipelineParts, SearchRequest, run_search
+from evidex.pipeline import HOP_OBLIGATION, LEAD_OBLIGATION, PipelineParts, SearchRequest, run_search
 from evidex.trace import StageSwitches
 from evidex.types import RetrievalMode, SearchFilters
 
@@ -54,8 +54,9 @@ def store(tmp_path: Path) -> Iterator[CountingStore]:
 
 def test_one_search_per_short_family_none_for_present_ones(store: CountingStore) -> None:
     pool = [cand(SECRETS, 0.9)]
-    added, attempts = rescue(store, [FAM_SECRETS, FAM_RBAC, FAM_POOL], pool, wide_limit=7, min_matches=1,
-                             reader=None, to_candidates=sparse_candidates(store))
+    rescued = rescue(store, [FAM_SECRETS, FAM_RBAC, FAM_POOL], pool, wide_limit=7, min_matches=1,
+                     reader=None, to_candidates=sparse_candidates(store))
+    added, attempts = rescued.added, rescued.attempts
     assert [c.query for c in store.sparse_calls] == ["role grant least privilege", "Tidepool pool size"]
     assert all(c.limit == 7 and not c.title_only for c in store.sparse_calls)
     # a labelled family is searched within its family; an automatic aspect over everything
@@ -68,17 +69,18 @@ def test_one_search_per_short_family_none_for_present_ones(store: CountingStore)
 
 
 def test_a_family_that_finds_nothing_is_searched_once(store: CountingStore) -> None:
-    added, attempts = rescue(store, [FAM_NOTHING], [], wide_limit=50, min_matches=1, reader=None,
-                             to_candidates=sparse_candidates(store))
-    assert added == []
+    rescued = rescue(store, [FAM_NOTHING], [], wide_limit=50, min_matches=1, reader=None,
+                     to_candidates=sparse_candidates(store))
+    added, attempts = rescued.added, rescued.attempts
+    assert added == [] and rescued.leads == {}
     assert len(store.sparse_calls) == 1
     assert [(a.family, a.hits, a.added) for a in attempts] == [("ghost", 0, 0)]
 
 
 def test_min_matches_decides_who_is_short(store: CountingStore) -> None:
     pool = [cand(SECRETS, 0.9), cand(RBAC, 0.5)]
-    _, attempts = rescue(store, [FAM_SECRETS, FAM_RBAC], pool, wide_limit=50, min_matches=2, reader=None,
-                         to_candidates=sparse_candidates(store))
+    attempts = rescue(store, [FAM_SECRETS, FAM_RBAC], pool, wide_limit=50, min_matches=2, reader=None,
+                      to_candidates=sparse_candidates(store)).attempts
     assert len(store.sparse_calls) == 2 and [a.family for a in attempts] == ["secrets", "rbac"]
     assert [a.added for a in attempts] == [0, 0]  # already in the pool: never added twice
 
@@ -86,9 +88,43 @@ def test_min_matches_decides_who_is_short(store: CountingStore) -> None:
 def test_rescue_adds_only_members_of_the_family(store: CountingStore) -> None:
     # "pool" matches text of several chunks; only the aspect's members join
     family = RequiredFamily("tidepool flag", "pool size flag connections", aspect_terms=("tidepool", "flag"))
-    added, _ = rescue(store, [family], [], wide_limit=50, min_matches=1, reader=None,
-                      to_candidates=sparse_candidates(store))
+    added = rescue(store, [family], [], wide_limit=50, min_matches=1, reader=None,
+                   to_candidates=sparse_candidates(store)).added
     assert ids(added) == ["pool"]
+
+
+# Nothing holds 3 of its 4 terms: the Tidepool page holds "tidepool" and "replica" only.
+FAM_QUORUM = RequiredFamily("tidepool replica quorum election", "tidepool replica quorum election",
+                            aspect_terms=("tidepool", "replica", "quorum", "election"))
+
+
+def test_an_aspect_nothing_meets_keeps_its_searchs_best_page_as_a_lead(store: CountingStore) -> None:
+    rescued = rescue(store, [FAM_QUORUM], [cand(SECRETS, 0.9)], wide_limit=50, min_matches=1, reader=None,
+                     to_candidates=sparse_candidates(store))
+    assert rescued.leads == {FAM_QUORUM.name: "pool"}
+    assert ids(rescued.added) == ["pool"]
+    assert rescued.attempts[0].to_dict()["lead"] == "pool"
+    assert not FAM_QUORUM.matches(POOL)  # a lead, not a member
+
+
+def test_no_lead_from_a_leading_page_or_for_a_declared_family(store: CountingStore) -> None:
+    leading = rescue(store, [FAM_QUORUM], [cand(POOL, 0.9)], wide_limit=50, min_matches=1, reader=None,
+                     to_candidates=sparse_candidates(store))
+    assert leading.leads == {} and leading.added == []  # the context will hold that page already
+    behind = rescue(store, [FAM_QUORUM], [cand(SECRETS, 0.9), cand(POOL, 0.5)], wide_limit=50, min_matches=1,
+                    reader=None, to_candidates=sparse_candidates(store), leading=1)
+    assert behind.leads == {FAM_QUORUM.name: "pool"} and behind.added == []  # in the pool, below the leading one
+    declared = RequiredFamily("quorum", "tidepool replica quorum election", label="quorum")
+    assert rescue(store, [declared], [], wide_limit=50, min_matches=1, reader=None,
+                  to_candidates=sparse_candidates(store)).leads == {}
+
+
+def test_no_lead_from_a_page_that_does_not_speak_of_the_aspect(store: CountingStore) -> None:
+    # The search's words ("sun") reach the garden page, but the aspect's own words are not on it.
+    family = RequiredFamily("solar quorum", "sun", aspect_terms=("solar", "quorum"))
+    rescued = rescue(store, [family], [], wide_limit=50, min_matches=1, reader=None,
+                     to_candidates=sparse_candidates(store))
+    assert store.sparse_calls and rescued.leads == {}
 
 
 def test_pipeline_makes_one_retrieval_search_plus_one_per_short_family(store: CountingStore) -> None:
@@ -107,6 +143,28 @@ def test_pipeline_makes_one_retrieval_search_plus_one_per_short_family(store: Co
     assert [s["family"] for s in rescue_stage.decisions["searches"]] == ["rbac", "ghost"]
     statuses = {f.name: f.status for f in outcome.families}
     assert statuses == {"secrets": "covered", "rbac": "covered", "ghost": "missing"}
+
+
+
+def test_a_lead_stays_in_the_context_but_never_covers_its_aspect(store: CountingStore) -> None:
+    parts = PipelineParts(store=store, encode=constant_encoder, config=Config(), gate=AdmissionGate())
+    outcome = run_search(parts, SearchRequest("where does the database password live in Vaultline",
+                                              plan=explicit_plan([FAM_SECRETS, FAM_QUORUM]),
+                                              principal=Principal.of("p", ["public"]),
+                                              retrieved_at=datetime(2026, 1, 1, tzinfo=UTC),
+                                              mode=RetrievalMode.BM25))
+    assert "pool" in ids(outcome.context)  # kept through grading, whatever its grade
+    reserve_stage = next(s for s in outcome.trace.stages if s.name == "reserve")
+    assert reserve_stage.decisions["reserved"][LEAD_OBLIGATION + FAM_QUORUM.name] == "pool"
+    statuses = {f.name: f.status for f in outcome.families}
+    assert statuses == {"secrets": "covered", FAM_QUORUM.name: "missing"}  # the requester is told to re-query
+    # Without the lead (rescue switched off) the page is not in the context at all.
+    plain = run_search(parts, SearchRequest("where does the database password live in Vaultline",
+                                            plan=explicit_plan([FAM_SECRETS, FAM_QUORUM]),
+                                            principal=Principal.of("p", ["public"]),
+                                            retrieved_at=datetime(2026, 1, 1, tzinfo=UTC), mode=RetrievalMode.BM25,
+                                            switches=StageSwitches(rescue=False)))
+    assert "pool" not in ids(plain.context)
 
 
 # ---- bridging ---------------------------------------------------------------------------------------

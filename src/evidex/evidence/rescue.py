@@ -6,6 +6,11 @@ evidence that exists but that the requester may not read is found, rejected by t
 `found-but-rejected`: the operator chose that disclosure when declaring the family. An automatic aspect is
 the requester's own words, so its search sees only what the requester may read (`reader`); otherwise a
 question could test whether restricted text contains a word.
+
+An automatic aspect that nothing meets by its terms, before or after its search, gets a *lead*: the search's
+best hit that speaks of the aspect, from a page the leading candidates do not already hold ("what lock
+permissions does that handover need" -> the Leases page, which holds "lock" but not "permissions"). A lead is
+kept in the context like evidence, but never covers its aspect: the aspect is still reported missing.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from evidex.evidence.plan import RequiredFamily
+from evidex.evidence.words import speaks_of
 from evidex.stores.protocol import Store
 from evidex.types import Candidate, ScoredId, SearchFilters
 
@@ -26,9 +32,21 @@ class RescueAttempt:
     hits: int  # store hits of the rescue search
     added: int  # candidates it added to the pool
     ms: float
+    lead: str | None = None  # the record kept for an aspect nothing met (see the module's docstring)
 
     def to_dict(self) -> dict[str, object]:
-        return {"family": self.family, "query": self.query, "hits": self.hits, "added": self.added}
+        d: dict[str, object] = {"family": self.family, "query": self.query, "hits": self.hits, "added": self.added}
+        if self.lead is not None:
+            d["lead"] = self.lead
+        return d
+
+
+@dataclass(frozen=True)
+class Rescued:
+    added: list[Candidate]  # candidates the searches found that the pool did not hold
+    attempts: list[RescueAttempt]
+    leads: dict[str, str]  # aspect name -> the record kept for it when nothing met it
+
 
 
 def family_filters(family: RequiredFamily, reader: SearchFilters | None) -> SearchFilters | None:
@@ -45,21 +63,33 @@ def family_filters(family: RequiredFamily, reader: SearchFilters | None) -> Sear
 
 def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Candidate], *,
            wide_limit: int, min_matches: int, reader: SearchFilters | None,
-           to_candidates: Callable[[list[ScoredId]], list[Candidate]]) -> tuple[list[Candidate], list[RescueAttempt]]:
-    """Candidates added by rescue searches (not already in `pool`), and what each search did."""
+           to_candidates: Callable[[list[ScoredId]], list[Candidate]], leading: int = 10) -> Rescued:
+    """Candidates added by rescue searches (not already in `pool`), what each search did, and the leads
+    for automatic aspects nothing met, from pages the first `leading` candidates of `pool` do not hold."""
     have = {c.chunk.record_id for c in pool}
+    leading_pages = {c.chunk.doc_id for c in pool[:leading]}
     added: list[Candidate] = []
     attempts = []
+    leads: dict[str, str] = {}
     for family in families:
         present = sum(1 for c in pool if family.matches(c.chunk))
         if present >= min_matches:
             continue
         started = time.perf_counter()
         hits = store.search_sparse(family.rescue_query, wide_limit, family_filters(family, reader))
-        found = [c for c in to_candidates(hits) if c.chunk.record_id not in have and family.matches(c.chunk)]
+        hit_candidates = to_candidates(hits)
+        found = [c for c in hit_candidates if c.chunk.record_id not in have and family.matches(c.chunk)]
+        lead = None
+        if not found and present == 0 and not family.is_store_filterable:
+            lead = next((c for c in hit_candidates if c.chunk.doc_id not in leading_pages
+                         and speaks_of(c.chunk, family.name)), None)
+            if lead is not None:
+                leads[family.name] = lead.chunk.record_id
+                found = [lead] if lead.chunk.record_id not in have else []
         for c in found:
             have.add(c.chunk.record_id)
         added.extend(found)
         attempts.append(RescueAttempt(family.name, family.rescue_query, len(hits), len(found),
-                                      (time.perf_counter() - started) * 1000))
-    return added, attempts
+                                      (time.perf_counter() - started) * 1000,
+                                      lead.chunk.record_id if lead is not None else None))
+    return Rescued(added, attempts, leads)
