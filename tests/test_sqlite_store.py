@@ -180,7 +180,9 @@ def test_a_filtered_full_text_search_ranks_as_filtering_every_match_would(store:
         expected = [h for h in everything if set(labels[h.record_id]) & set(wanted)]
         for limit in (1, 5, 10, 19, 20, 21, 30, 40, 45, 100):
             got = store.search_sparse("alpha", limit, SearchFilters(access_labels=wanted))
-            assert got == expected[:limit], (wanted, limit)
+            assert [h.record_id for h in got] == [h.record_id for h in expected[:limit]], (wanted, limit)
+            # "alpha" is in every record, readable or not: its rarity (FTS5 floors it) is the same either way.
+            assert [h.score for h in got] == pytest.approx([h.score for h in expected[:limit]], rel=1e-9)
 
 
 def test_vectors_of_another_dimension_are_refused_whole(store: SqliteStore) -> None:
@@ -195,3 +197,59 @@ def test_vectors_of_another_dimension_are_refused_whole(store: SqliteStore) -> N
     assert [h.record_id for h in store.search_dense(axis(0), 5)] == ["a#0"]
     with pytest.raises(StoreError, match="another model"):
         store.search_dense(np.ones(DIM + 3, dtype=np.float32), 5)
+
+
+def _labelled(doc_id: str, text: str, label: str, i: int) -> DocumentWrite:
+    return document([make_chunk(doc_id, 0, text, provenance=Provenance(access_labels=(label,)))], [axis(i % DIM)])
+
+
+def _rotation_store(directory: Path, restricted_text: str) -> SqliteStore:
+    """Readable runbooks about key rotation, and one restricted page whose text the caller chooses."""
+    store = SqliteStore(directory)
+    readable = ["key rotation schedule for the vault", "rotation of the signing key every quarter",
+                "key ceremony checklist", "on-call rotation and paging", "the vault seals on restart",
+                "signing service deploy steps"]
+    store.commit_batch(batch("b1", *(_labelled(f"r{i}", t, "eng", i) for i, t in enumerate(readable)),
+                             _labelled("x", restricted_text, "security", 7)))
+    return store
+
+
+def test_restricted_text_never_moves_a_readable_bm25_score(tmp_path: Path) -> None:
+    """BM25's word rarity is taken over what the requester may read: two indexes that differ only in the words
+    of a restricted page (of the same length) give every readable record the same score and rank, whether the
+    search is filtered to the reader or spans every record with the reader's scope (a declared family's
+    rescue). Unscoped (an operator's search), the scores differ: the check can fail."""
+    holds = _rotation_store(tmp_path / "holds", "rotation rotation vault signing")
+    lacks = _rotation_store(tmp_path / "lacks", "quokka quokka marmot wombat")
+    eng = SearchFilters(access_labels=("eng",))
+    try:
+        for query in ("key rotation", "vault signing rotation", "signing"):
+            assert holds.search_sparse(query, 10, eng) == lacks.search_sparse(query, 10, eng), query
+            spanning = [h for h in holds.search_sparse(query, 10, scope=("eng",)) if h.record_id != "x#0"]
+            assert spanning == lacks.search_sparse(query, 10, scope=("eng",)), query
+            assert ([h for h in holds.search_sparse(query, 10) if h.record_id != "x#0"]
+                    != lacks.search_sparse(query, 10)), query
+    finally:
+        holds.close()
+        lacks.close()
+
+
+def test_scoped_bm25_is_fts5_bm25_when_every_record_is_readable(tmp_path: Path) -> None:
+    """The scoped scoring recomputes FTS5's bm25() word by word: over readers who may read every record it
+    must give FTS5's own ranking and scores (title weight and title-only searches included)."""
+    store = SqliteStore(tmp_path / "idx", title_weight=2.5)
+    texts = ["key rotation schedule for the vault", "rotation of the signing key every quarter key key",
+             "key ceremony checklist", "on-call rotation and paging", "the vault seals on restart vault"]
+    docs = [document([make_chunk(f"d{i}", 0, t, title="Vault key" if i % 2 else "Paging",
+                                 provenance=Provenance(access_labels=("eng" if i % 2 else "security",)))],
+                     [axis(i % DIM)]) for i, t in enumerate(texts)]
+    store.commit_batch(batch("b1", *docs))
+    try:
+        for query in ("key rotation vault", "paging key", "quarter"):
+            for title_only in (False, True):
+                fts5 = store.search_sparse(query, 10, title_only=title_only)
+                scoped = store._scoped_matches(query, 10, None, ("eng", "security"), title_only)
+                assert [h.record_id for h in scoped] == [h.record_id for h in fts5], (query, title_only)
+                assert [h.score for h in scoped] == pytest.approx([h.score for h in fts5], rel=1e-9)
+    finally:
+        store.close()

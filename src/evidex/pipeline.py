@@ -206,8 +206,18 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                 floor = min((c.score for c in pool), default=0.0)
                 extra = [Candidate(c.chunk, floor, sparse_score=c.sparse_score) for c in [*added, *bridged]]
                 merged = [*pool, *extra]
-                ranked = list(rerank(request.query, merged, weights_cfg, cross_encoder, plan.aspects,
-                                     linked).candidates) if sw.rerank else [*ranked, *extra]
+                if sw.rerank:
+                    # A declared family's rescue may bring in records the requester may not read: they are scored
+                    # among themselves (no model), so that the readable ones' scores (word rarity, score ranges,
+                    # a cross-encoder's range and token count) come from readable text alone.
+                    readable = [c for c in merged if _may_read(reader, c)]
+                    unreadable = [c for c in merged if not _may_read(reader, c)]
+                    ranked = sorted([*rerank(request.query, readable, weights_cfg, cross_encoder, plan.aspects,
+                                             linked).candidates,
+                                     *rerank(request.query, unreadable, weights_cfg, None, plan.aspects,
+                                             linked).candidates], key=lambda c: (-c.score, c.chunk.record_id))
+                else:
+                    ranked = [*ranked, *extra]
             st.n_out = len(ranked)
             st.decisions = {"names": [s.to_dict() for s in lookups], "searches": [a.to_dict() for a in attempts],
                             "bridges": [b.to_dict() for b in searches]}
@@ -309,6 +319,13 @@ def _unreadable_successors(store: Store, vector: Callable[[], npt.NDArray[np.flo
                     and (s := c.chunk.provenance.superseded_by)})
     return frozenset(source for source in named if not store.search_dense(vector(), 1, dataclasses.replace(
         reader, source_pattern=f"^{re.escape(source)}$")))
+
+
+def _may_read(reader: SearchFilters | None, candidate: Candidate) -> bool:
+    """Whether the access rule (as the store-side `reader` filter states it) lets the requester read it."""
+    if reader is None or reader.access_labels is None:
+        return True
+    return not set(reader.access_labels).isdisjoint(candidate.chunk.provenance.access_labels)
 
 
 FOCUS_TOP = 3

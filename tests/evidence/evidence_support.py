@@ -110,9 +110,9 @@ class CountingStore(SqliteStore):
         self.dense_calls = 0
 
     def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None, *,
-                      title_only: bool = False) -> list[ScoredId]:
+                      title_only: bool = False, scope: tuple[str, ...] | None = None) -> list[ScoredId]:
         self.sparse_calls.append(SparseCall(query, limit, filters, title_only))
-        return super().search_sparse(query, limit, filters, title_only=title_only)
+        return super().search_sparse(query, limit, filters, title_only=title_only, scope=scope)
 
     def search_dense(self, vector: npt.NDArray[np.float32], limit: int,
                      filters: SearchFilters | None = None) -> list[ScoredId]:

@@ -33,6 +33,8 @@ from hypothesis import strategies as st
 from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine
 from evidex.interfaces.cli import DEMO_QUESTIONS
+from evidex.pipeline import SearchRequest
+from evidex.types import RetrievalMode
 
 BUNDLED = [json.loads(line)["question"] for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
 ALL_QUESTIONS = [*BUNDLED, *(q for _, q in DEMO_QUESTIONS)]
@@ -178,6 +180,24 @@ def test_a_question_cannot_probe_restricted_text_for_a_word(engine: Engine, rest
     assert all(s["sparse_hits"] > nowhere["sparse_hits"] for s in security)
     assert sum(1 for s in security if s["covered"]) >= len(words) // 2
 
+
+def test_restricted_text_moves_no_readable_score(engine: Engine, restricted_only_words: list[str]) -> None:
+    """Word statistics are a side channel: BM25's word rarity had been taken over every record, and the fused
+    reranker's over a pool holding the restricted records a declared family brought in, so a readable page
+    scored differently for a word only restricted text holds than for a made-up one. Searched by words alone
+    (no embedding of the differing word), every readable score must now be the same for both; the security
+    team's differ, so the probe would work if anything reached through."""
+    def scores(word: str, principal: Any) -> list[tuple[Any, ...]]:
+        outcome = engine.run(SearchRequest(f"root token {word}", principal=principal, retrieved_at=RETRIEVED_AT,
+                                           mode=RetrievalMode.BM25))
+        return [(c.chunk.record_id, round(c.score, 9), c.scores, c.sparse_score) for c in outcome.ranked]
+
+    nowhere = scores("zqvorth", ENGINEER)
+    searchable = [w for w in restricted_only_words if engine.store.search_sparse(w, 1)]  # not a stopword
+    words = searchable[:: max(1, len(searchable) // 8)]
+    for word in words:
+        assert scores(word, ENGINEER) == nowhere, word
+    assert all(scores(word, SECURITY) != scores("zqvorth", SECURITY) for word in words)
 
 def test_a_focused_identifier_cannot_probe_restricted_text(engine: Engine) -> None:
     """A question of a declared shape pulls restricted records into the pool (the operator's choice); an aspect

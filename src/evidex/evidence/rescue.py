@@ -76,7 +76,9 @@ def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Cand
         if present >= min_matches:
             continue
         started = time.perf_counter()
-        hits = store.search_sparse(family.rescue_query, wide_limit, family_filters(family, reader))
+        # Word rarity from what the requester may read, even when the search itself spans every record.
+        hits = store.search_sparse(family.rescue_query, wide_limit, family_filters(family, reader),
+                                   scope=reader.access_labels if reader is not None else None)
         hit_candidates = to_candidates(hits)
         found = [c for c in hit_candidates if c.chunk.record_id not in have and family.matches(c.chunk)]
         lead = None

@@ -33,26 +33,31 @@ class DenseIndex:
 
     def __init__(self, ids: Sequence[str], matrix: npt.NDArray[np.float32], *, doc_ids: Sequence[str],
                  sources: Sequence[str], families: Sequence[str | None], labels: Sequence[Sequence[str]],
-                 published: npt.NDArray[np.int64], expires: npt.NDArray[np.int64]) -> None:
+                 published: npt.NDArray[np.int64], expires: npt.NDArray[np.int64],
+                 rowids: npt.NDArray[np.int64] | None = None) -> None:
         self.ids = list(ids)
         self.matrix = matrix
+        # The store's row numbers, ascending (a full-text hit names its row by them); 0..n-1 when not given.
+        self.rowids = np.arange(len(self.ids), dtype=np.int64) if rowids is None else rowids
         self._doc_ids = np.asarray(doc_ids, dtype=object)
         self._families = np.asarray([f or "" for f in families], dtype=object)
         self._published = published
         self._expires = expires
         self._source_values, self._source_index = np.unique(np.asarray(sources, dtype=object),
                                                             return_inverse=True)
-        self._label_rows: dict[str, list[int]] = {}
+        label_rows: dict[str, list[int]] = {}
         for row, row_labels in enumerate(labels):
             for label in row_labels:
-                self._label_rows.setdefault(label, []).append(row)
+                label_rows.setdefault(label, []).append(row)
+        self._label_rows = {label: np.asarray(rows, dtype=np.int64) for label, rows in label_rows.items()}
+        self._label_masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = {}
         self._pattern_masks: dict[str, npt.NDArray[np.bool_]] = {}
         self._rows: dict[str, int] | None = None  # record id -> row, built on first use
 
     @classmethod
     def from_rows(cls, rows: Sequence[Any]) -> DenseIndex:
-        """Rows with record_id, doc_id, source, evidence_family, access_labels (JSON), published_at,
-        expires_at (ISO text) and vector (float32 bytes)."""
+        """Rows, in rowid order, with rowid, record_id, doc_id, source, evidence_family, access_labels (JSON),
+        published_at, expires_at (ISO text) and vector (float32 bytes)."""
         if rows:
             matrix = np.vstack([np.frombuffer(r["vector"], dtype=np.float32) for r in rows])
         else:
@@ -63,7 +68,8 @@ class DenseIndex:
             families=[r["evidence_family"] for r in rows],
             labels=[json.loads(r["access_labels"]) for r in rows],
             published=np.array([_epoch(r["published_at"], _ALWAYS) for r in rows], dtype=np.int64),
-            expires=np.array([_epoch(r["expires_at"], _NEVER) for r in rows], dtype=np.int64))
+            expires=np.array([_epoch(r["expires_at"], _NEVER) for r in rows], dtype=np.int64),
+            rowids=np.array([r["rowid"] for r in rows], dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -74,10 +80,7 @@ class DenseIndex:
             return None
         keep = np.ones(len(self.ids), dtype=bool)
         if filters.access_labels is not None:
-            allowed = np.zeros(len(self.ids), dtype=bool)
-            for label in filters.access_labels:
-                allowed[self._label_rows.get(label, [])] = True
-            keep &= allowed
+            keep &= self._labels_mask(filters.access_labels)
         if filters.valid_at is not None:
             t = int(filters.valid_at.timestamp())
             keep &= (self._published <= t) & (self._expires > t)
@@ -100,6 +103,18 @@ class DenseIndex:
         rows, mask = self._rows, keep
         share = float(mask.mean()) if len(mask) else 0.0
         return (lambda record_id: (row := rows.get(record_id)) is not None and bool(mask[row])), share
+
+    def _labels_mask(self, labels: tuple[str, ...]) -> npt.NDArray[np.bool_]:
+        """Rows carrying any of `labels` (kept per label set: a principal's labels recur in every search)."""
+        key = tuple(sorted(set(labels)))
+        cached = self._label_masks.get(key)
+        if cached is None:
+            cached = np.zeros(len(self.ids), dtype=bool)
+            for label in key:
+                cached[self._label_rows.get(label, np.zeros(0, dtype=np.int64))] = True
+            if len(self._label_masks) < 256:
+                self._label_masks[key] = cached
+        return cached
 
     def _pattern_mask(self, pattern: str) -> npt.NDArray[np.bool_]:
         cached = self._pattern_masks.get(pattern)

@@ -554,7 +554,9 @@ class MilvusStore:
         return [ScoredId(record_id, score) for record_id, score in self._search(data, "vector", limit, expr, params)]
 
     def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None, *,
-                      title_only: bool = False) -> list[ScoredId]:
+                      title_only: bool = False, scope: tuple[str, ...] | None = None) -> list[ScoredId]:
+        """BM25 by Milvus's own function, whose word statistics cover the whole collection: `scope` cannot be
+        honoured (see docs/milvus.md: restricted text shifts readable scores)."""
         terms = query_terms(query)
         expr = self._expression(filters) if terms else None
         if expr is None or limit <= 0:

@@ -67,8 +67,10 @@ class Store(Protocol):
         ...
 
     def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None, *,
-                      title_only: bool = False) -> list[ScoredId]:
-        """BM25 over title and text (or the title alone), best first (higher score is better)."""
+                      title_only: bool = False, scope: tuple[str, ...] | None = None) -> list[ScoredId]:
+        """BM25 over title and text (or the title alone), best first (higher score is better). The words'
+        rarity is taken over the records carrying one of the `scope` labels (default: the filter's access
+        labels; neither: every record), so what a requester may not read cannot move what they see."""
         ...
 
     def batches(self) -> list[BatchInfo]:

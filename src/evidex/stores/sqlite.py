@@ -10,6 +10,7 @@ rollback is one transaction: a process killed mid-ingest leaves the last committ
 from __future__ import annotations
 
 import json
+import math
 import re
 import sqlite3
 import threading
@@ -23,7 +24,7 @@ import numpy.typing as npt
 
 from evidex.errors import StoreError
 from evidex.ingest.provenance import format_time
-from evidex.retrieval.lexical import fts_query
+from evidex.retrieval.lexical import fts_query, tokens
 from evidex.stores.dense import DenseIndex
 from evidex.stores.protocol import BatchWrite, model_after
 from evidex.stores.rows import chunk_from_row
@@ -92,6 +93,8 @@ MIGRATIONS = [
 ]
 
 _BM25 = "bm25(records_fts, ?, 1.0)"  # (title, text) column weights: the title weight is a setting
+_WORD_CACHE_ROWS = 2_000_000  # about 32 MB of (rowid, score) pairs
+WordMatches = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
 _BROAD_FILTER = 0.5  # a filter at least this share of records passes is applied to unfiltered full-text hits
 
 _CHUNK_COLUMNS = (
@@ -121,6 +124,17 @@ def row_to_chunk(row: sqlite3.Row) -> Chunk:
                           indexed_at=_time(row["indexed_at"]), access_labels=json.loads(row["access_labels"]))
 
 
+def _fts5_idf(rows: int, hits: int) -> float:
+    """FTS5's bm25() idf of a word `hits` of `rows` rows hold (floored at 1e-6, as FTS5 does)."""
+    return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
+
+
+def _significant(values: npt.NDArray[np.float64], digits: int) -> npt.NDArray[np.float64]:
+    """Positive `values` rounded to `digits` significant digits."""
+    scale = 10.0 ** (digits - 1 - np.floor(np.log10(values)))
+    return np.asarray(np.round(values * scale) / scale, dtype=np.float64)
+
+
 def _regexp(pattern: str, value: str | None) -> bool:
     return value is not None and re.search(pattern, value) is not None
 
@@ -146,6 +160,9 @@ class SqliteStore:
         self._fts.execute("PRAGMA busy_timeout=30000")
         self._fts.create_function("regexp", 2, _regexp, deterministic=True)
         self._fts_lock = threading.Lock()
+        self._word_cache: dict[str, WordMatches] = {}  # one-word MATCH -> its rows and scores (see _word_matches)
+        self._word_cache_rows = 0
+        self._word_cache_generation = -1
         self._dense: DenseIndex | None = None
         self._dense_generation = -1
 
@@ -358,17 +375,22 @@ class SqliteStore:
             generation = self._generation()
             if self._dense is None or generation != self._dense_generation:
                 rows = self._db.execute(
-                    "SELECT record_id, doc_id, source, evidence_family, access_labels, published_at, "
+                    "SELECT rowid, record_id, doc_id, source, evidence_family, access_labels, published_at, "
                     "expires_at, vector FROM records WHERE retired_by IS NULL ORDER BY rowid").fetchall()
                 self._dense = DenseIndex.from_rows(rows)
                 self._dense_generation = generation
             return self._dense
 
     def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None, *,
-                      title_only: bool = False) -> list[ScoredId]:
+                      title_only: bool = False, scope: tuple[str, ...] | None = None) -> list[ScoredId]:
         match = fts_query(query)
         if not match or limit <= 0:
             return []
+        readers = scope if scope is not None else filters.access_labels if filters is not None else None
+        if readers is not None:
+            index, _ = self._dense_snapshot()
+            if index.passes(SearchFilters(access_labels=readers))[1] < 1.0:
+                return self._scoped_matches(query, limit, filters, readers, title_only)
         if title_only:
             match = "{title} : (" + match + ")"
         if filters is None or filters.is_empty():
@@ -391,6 +413,80 @@ class SqliteStore:
         sql = (f"SELECT r.record_id, {_BM25} AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
                f"WHERE records_fts MATCH ? {where} ORDER BY s, r.rowid LIMIT ?")
         return self._scored(sql, (self.title_weight, match, *params, limit))
+
+    def _scoped_matches(self, query: str, limit: int, filters: SearchFilters | None, readers: tuple[str, ...],
+                        title_only: bool) -> list[ScoredId]:
+        """BM25 with each word's rarity and the row count taken over the records carrying one of `readers`
+        (what the requester may read), not over every record: a restricted record holding a word must not
+        change a readable record's score or rank, or a question could test restricted text for that word.
+
+        FTS5's bm25() sums, per query word, idf(word) x a term-frequency part. Each word is searched alone
+        (one read transaction, the dense snapshot's generation), its part recovered by dividing out FTS5's
+        idf, and multiplied by the idf among readable rows. Only the average row length is still taken over
+        every row: it says nothing of which words restricted text holds."""
+        words = [f'"{t}"' for t in dict.fromkeys(tokens(query))]
+        if title_only:
+            words = ["{title} : (" + w + ")" for w in words]
+        for _ in range(3):  # a commit between the snapshot and the full-text reads: read both again
+            index, generation = self._dense_snapshot()
+            per_word = self._word_matches(words, generation)
+            if per_word is not None:
+                break
+        else:
+            raise StoreError("the index kept changing during a search; try again")
+        readable = index.mask(SearchFilters(access_labels=readers))
+        assert readable is not None
+        n_all, n_readable = len(index), int(readable.sum())
+        scores = np.zeros(n_all)
+        matched = np.zeros(n_all, dtype=bool)
+        for rowids, raw in per_word:
+            if not len(rowids):
+                continue
+            at = np.searchsorted(index.rowids, rowids)
+            scores[at] += raw * (_fts5_idf(n_readable, int(readable[at].sum())) / _fts5_idf(n_all, len(rowids)))
+            matched[at] = True
+        passing = index.mask(filters)
+        keep = np.flatnonzero(matched if passing is None else matched & passing)
+        # Dividing out FTS5's idf leaves rounding noise that depends on every record's words: ten significant
+        # digits keep it out of the scores and out of the order of ties.
+        scores[keep] = _significant(scores[keep], 10)
+        best = keep[np.lexsort((index.rowids[keep], -scores[keep]))][:limit]
+        return [ScoredId(index.ids[i], float(scores[i])) for i in best]
+
+    def _word_matches(self, words: Sequence[str], generation: int) -> list[WordMatches] | None:
+        """Every row matching each one-word MATCH expression, with FTS5's bm25() for it (negated: higher is
+        better), read in one transaction at `generation`; None when the index is at another generation.
+        Kept per generation (a question's words recur in its aspects' searches), up to _WORD_CACHE_ROWS rows."""
+        with self._fts_lock:
+            if self._word_cache_generation != generation:
+                self._word_cache.clear()
+                self._word_cache_rows = 0
+            missing = [w for w in words if w not in self._word_cache]
+            if missing:
+                self._fts.execute("BEGIN")
+                try:
+                    current = int(self._fts.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+                    if current != generation:
+                        return None
+                    for w in missing:
+                        # Two space-separated columns in one row: a row object per match cost more than the search.
+                        # The score as 17 significant digits (group_concat would print 15).
+                        ids, raw = self._fts.execute(
+                            f"WITH m AS MATERIALIZED (SELECT rowid AS r, {_BM25} AS s FROM records_fts "
+                            f"WHERE records_fts MATCH ?) SELECT group_concat(r, ' '), "
+                            f"group_concat(printf('%.17g', s), ' ') FROM m",
+                            (self.title_weight, w)).fetchone()
+                        found = (np.array((ids or "").split(), dtype=np.int64),
+                                 -np.array((raw or "").split(), dtype=np.float64))
+                        if self._word_cache_rows + len(found[0]) > _WORD_CACHE_ROWS:
+                            self._word_cache.clear()
+                            self._word_cache_rows = 0
+                        self._word_cache[w] = found
+                        self._word_cache_rows += len(found[0])
+                finally:
+                    self._fts.execute("COMMIT")
+                self._word_cache_generation = generation
+            return [self._word_cache[w] for w in words]
 
     def _ranked_matches(self, match: str, limit: int) -> list[ScoredId]:
         """The best `limit` matches: the full-text index ranks alone, then the few winners' ids are fetched."""
