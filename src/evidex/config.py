@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evidex.errors import ConfigError
+from evidex.evidence.plan import terms
 from evidex.types import FusionMode
 
 CONFIG_FILE = "evidex.toml"
@@ -364,14 +365,27 @@ def _shape_rules(raw: Any, where: str) -> tuple[ShapeRule, ...]:
             raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)} in {key}")
         if not isinstance(item.get("name"), str) or not isinstance(item.get("families"), list):
             raise ConfigError(f"{where}: {key} needs 'name' and a 'families' array")
-        for p in item.get("patterns", []):
+        # A string where an array belongs had been read letter by letter ("unseal": seven one-letter keywords,
+        # so every question matched the shape): each detector must be an array of non-empty strings.
+        keywords, patterns, examples = (_strings(item, name, f"{where}: {key}")
+                                        for name in ("keywords", "patterns", "examples"))
+        for p in patterns:
             try:
                 re.compile(p)
             except re.error as exc:
                 raise ConfigError(f"{where}: {key}.patterns: invalid regex {p!r}: {exc}") from None
-        examples = item.get("examples", [])
-        if not isinstance(examples, list) or not all(isinstance(e, str) and e.strip() for e in examples):
-            raise ConfigError(f"{where}: {key}.examples must be an array of non-empty strings")
+        for keyword in keywords:
+            if not terms(keyword):
+                raise ConfigError(f"{where}: {key}.keywords: {keyword!r} has no searchable word (only stopwords "
+                                  "or punctuation), so every question would hold it")
+        min_keywords = item.get("min_keywords", 2)
+        if isinstance(min_keywords, bool) or not isinstance(min_keywords, int) or min_keywords < 1:
+            raise ConfigError(f"{where}: {key}.min_keywords must be a whole number >= 1, not {min_keywords!r}")
+        if keywords and min_keywords > len(keywords):
+            raise ConfigError(f"{where}: {key}.min_keywords is {min_keywords} but only {len(keywords)} keyword(s) "
+                              "are given: the shape could never match by its keywords")
+        if not (keywords or patterns or examples):
+            raise ConfigError(f"{where}: {key} needs a detector: 'keywords', 'patterns' or 'examples'")
         min_similarity = item.get("min_similarity", 0.7)
         if not isinstance(min_similarity, (int, float)) or not 0 < min_similarity <= 1:
             raise ConfigError(f"{where}: {key}.min_similarity must be a number in (0, 1], not {min_similarity!r}")
@@ -381,10 +395,21 @@ def _shape_rules(raw: Any, where: str) -> tuple[ShapeRule, ...]:
             if not isinstance(f, dict) or not isinstance(f.get("name"), str) or \
                     not isinstance(f.get("rescue_query"), str) or not (f.get("label") or f.get("source_regex")):
                 raise ConfigError(f"{where}: {fkey} needs 'name', 'rescue_query' and 'label' or 'source_regex'")
+            if f.get("source_regex") is not None:
+                try:
+                    re.compile(f["source_regex"])
+                except (re.error, TypeError) as exc:
+                    raise ConfigError(f"{where}: {fkey}.source_regex is not a valid regex: {exc}") from None
             fams.append(ShapeFamily(f["name"], f["rescue_query"], f.get("label"), f.get("source_regex")))
-        shapes.append(ShapeRule(name=item["name"], families=tuple(fams),
-                                keywords=tuple(item.get("keywords", ())),
-                                min_keywords=int(item.get("min_keywords", 2)),
-                                patterns=tuple(item.get("patterns", ())), examples=tuple(examples),
+        shapes.append(ShapeRule(name=item["name"], families=tuple(fams), keywords=keywords,
+                                min_keywords=min_keywords, patterns=patterns, examples=examples,
                                 min_similarity=float(min_similarity)))
     return tuple(shapes)
+
+
+def _strings(item: dict[str, Any], name: str, where: str) -> tuple[str, ...]:
+    """`item[name]` as an array of non-empty strings (absent: none)."""
+    value = item.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{where}.{name} must be an array of non-empty strings, not {value!r}")
+    return tuple(value)

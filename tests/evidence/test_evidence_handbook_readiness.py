@@ -275,6 +275,26 @@ def test_break_glass_question_stops_with_an_owner(engine: Engine) -> None:
     assert rescue[0]["ms"] > 0
 
 
+
+def test_a_declared_family_blocked_stops_whatever_else_the_question_says(engine: Engine) -> None:
+    """The break-glass shape matches ("emergency access") and its family is found but restricted. Most of the
+    other words occur nowhere, and the off-topic check had answered first: "re-query, may be off-topic",
+    with no owner. A re-query cannot unblock a restricted family; a person can."""
+    result = ask(engine, "Our quorum custodians lost the emergency access envelope overnight; whom do we wake?")
+    rec = result["decision"]["recommendation"]
+    assert result["plan"]["shape"] == "break-glass"
+    assert (rec["action"], rec["focus"]) == ("stop", ["breakglass"])
+    assert rec["owner"] == "platform-security@northwind.example"
+
+
+def test_the_owner_to_ask_is_the_blocked_familys_not_another_rejected_pages(engine: Engine) -> None:
+    """The expired rollback page is rejected too (owned by delivery@); it had been named as the owner to ask
+    because its chunks outnumber the break-glass page's among the rejections."""
+    result = ask(engine, "What is the rollback procedure once the break-glass root token expired?")
+    rec = result["decision"]["recommendation"]
+    assert rec["action"] == "stop" and rec["focus"] == ["breakglass"]
+    assert rec["owner"] == "platform-security@northwind.example"
+
 @pytest.mark.parametrize("focus", ["breakglass", "break-glass root token"])
 def test_a_focus_does_not_turn_the_break_glass_stop_into_an_answer(engine: Engine, focus: str) -> None:
     """Focusing on the declared family's own name (what the stop reports) had let readable pages mentioning it

@@ -100,8 +100,16 @@ def test_similarity_only_counts_for_a_shape_with_examples() -> None:
     ("examples = [1]", r"shapes\[0\]\.examples"),
     ("examples = ['']", r"shapes\[0\]\.examples"),
     ("examples = ['q']\nmin_similarity = 1.5", r"shapes\[0\]\.min_similarity"),
+    # A string where an array belongs had been read letter by letter: every question matched "unseal".
+    ("keywords = 'unseal'", r"shapes\[0\]\.keywords must be an array"),
+    ("patterns = '(?i)outage'", r"shapes\[0\]\.patterns must be an array"),
+    ("keywords = ['the', 'unseal']\nmin_keywords = 1", r"'the' has no searchable word"),
+    ("keywords = ['unseal', 'lockbox']\nmin_keywords = 'two'", r"min_keywords must be a whole number"),
+    ("keywords = ['unseal', 'lockbox']\nmin_keywords = 0", r"min_keywords must be a whole number"),
+    ("keywords = ['unseal', 'lockbox']\nmin_keywords = 3", r"could never match"),
+    ("min_keywords = 1", r"needs a detector"),
 ])
-def test_bad_examples_are_config_errors(tmp_path: Path, extra: str, names: str) -> None:
+def test_bad_detectors_are_config_errors(tmp_path: Path, extra: str, names: str) -> None:
     path = tmp_path / "evidex.toml"
     path.write_text(f"[[shapes]]\nname = 'x'\n{extra}\n  [[shapes.families]]\n  name = 'f'\n  label = 'f'\n"
                     "  rescue_query = 'q'\n")

@@ -263,10 +263,20 @@ def is_stop(outcome: SearchOutcome) -> bool:
     return rejected and no_valid
 
 
-def next_step_owner(outcome: SearchOutcome, fallback: str | None) -> str | None:
+def next_step_owner(outcome: SearchOutcome, fallback: str | None, blocked: Sequence[str] = ()) -> str | None:
+    """Who can unblock the request: the most frequent owner among the rejected records of the `blocked`
+    families (all rejected records when none is named or none of theirs has an owner), else `fallback`. An
+    expired page of another topic must not name its owner as the one to ask for a restricted family."""
     if outcome.gate is None:
         return fallback
-    owners = Counter(r.owner for r in outcome.gate.rejected if r.owner)
+    rejected = list(outcome.gate.rejected)
+    families = [f for f in outcome.plan.families if f.name in blocked]
+    if families:
+        chunks = {c.chunk.record_id: c.chunk for c in outcome.ranked_all}
+        theirs = [r for r in rejected if r.owner and r.record_id in chunks
+                  and any(f.matches(chunks[r.record_id]) for f in families)]
+        rejected = theirs or rejected
+    owners = Counter(r.owner for r in rejected if r.owner)
     return owners.most_common(1)[0][0] if owners else fallback
 
 
@@ -287,8 +297,15 @@ def describe_off_topic(words: WordsHeld) -> str:
 
 def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, min_question_word_share: float,
               default_owner: str | None) -> Recommendation:
+    blocked = tuple(cov["families_found_but_rejected"])
     if is_stop(outcome):
-        return Recommendation("stop", STOP_CONDITION, owner=next_step_owner(outcome, default_owner))
+        return Recommendation("stop", STOP_CONDITION, owner=next_step_owner(outcome, default_owner, blocked))
+    if blocked and outcome.plan.source.value in ("caller", "shape"):
+        # Required evidence exists but this requester may not use it (restricted, expired, uncitable): a
+        # re-query cannot fix that; a person can. Checked before the question's own words: a declared family
+        # is required whatever else the question says (it had come back "may be off-topic").
+        return Recommendation("stop", STOP_CONDITION, focus=blocked,
+                              owner=next_step_owner(outcome, default_owner, blocked))
     focus = outcome.request.aspect_focus
     query = f"{outcome.request.query} {focus}" if focus else outcome.request.query  # as the reranker read it
     if outcome.plan.source.value != "caller":
@@ -303,12 +320,6 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
             # development sets' own indexes this holds for 1-3% of the questions; asked of another domain's
             # index (k8s against the Wikipedia and SciFact sets, and theirs against k8s), for 82-93%.
             return Recommendation("re-query", describe_off_topic(words), focus=(" ".join(words.missing),))
-    declared = outcome.plan.source.value in ("caller", "shape")
-    if cov["families_found_but_rejected"] and declared:
-        # Required evidence exists but this requester may not use it (restricted, expired, uncitable):
-        # a re-query cannot fix that; a person can.
-        return Recommendation("stop", STOP_CONDITION, focus=tuple(cov["families_found_but_rejected"]),
-                              owner=next_step_owner(outcome, default_owner))
     ratio = cov["ratio"]
     if ratio < threshold:
         # The hop itself is not a phrase to search for: an agent re-queries the missing named aspects, else
