@@ -309,12 +309,14 @@ def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candi
 def _unreadable_successors(store: Store, vector: Callable[[], npt.NDArray[np.float32]],
                            candidates: Sequence[Candidate], decision: GateDecision,
                            reader: SearchFilters | None) -> frozenset[str]:
-    """The successors (`superseded_by`) named by visibly rejected candidates of which the requester may read
-    nothing: naming one would reveal a restricted page. A one-row dense search under the reader's filter and
-    the source tells whether any of it is readable (`vector`: any query vector, computed only if needed)."""
+    """The successors (`superseded_by`) named by admitted or visibly rejected candidates of which the requester
+    may read nothing: naming one would reveal a restricted page. A one-row dense search under the reader's
+    filter and the source tells whether any of it is readable (`vector`: any query vector, computed only if
+    needed)."""
     if reader is None:
         return frozenset()
     visible = {r.record_id for r in decision.rejected if r.reason is not RejectReason.ACCESS}
+    visible |= {c.chunk.record_id for c in decision.admitted}
     named = sorted({s for c in candidates if c.chunk.record_id in visible
                     and (s := c.chunk.provenance.superseded_by)})
     return frozenset(source for source in named if not store.search_dense(vector(), 1, dataclasses.replace(

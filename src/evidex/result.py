@@ -73,6 +73,9 @@ def _chunk(c: Candidate, outcome: SearchOutcome, verifications: dict[str, list[V
             "source_version": p.source_version, "published_at": format_time(p.published_at),
             "expires_at": format_time(p.expires_at), "authority_tier": p.authority_tier,
             "access_labels": list(p.access_labels), "owner": p.owner, "batch_id": ch.batch_id,
+            # A newer page replaces this one (not a gate rule: an expiry date is). Never a successor the
+            # requester may not read: naming it would reveal the page.
+            "superseded_by": None if p.superseded_by in outcome.hidden_successors else p.superseded_by,
         },
         "text": ch.text,
     }

@@ -164,6 +164,21 @@ def test_the_terminal_shows_an_expired_page_once_with_its_chunk_count(engine: En
     assert (f"×{len(expired)} chunks" in lines[0]) == (len(expired) > 1)
 
 
+def test_the_terminal_quotes_the_best_chunk_not_the_first_in_page_order(engine: Engine) -> None:
+    """Chunks of a source are listed in document order; the quoted excerpt must be its best-scoring one (a
+    walkthrough saw a 0.20 introduction quoted above the 0.95 answer of the same page)."""
+    result = engine.search_with_reasoning(ROTATION_QUESTION, principal=ENGINEER, retrieved_at=RETRIEVED_AT)
+    group = result["evidence"][0]
+    weak = {**group["chunks"][0], "score": -1.0, "text": "an introduction that answers nothing",
+            "citation": "https://example.invalid/intro"}
+    result["evidence"][0] = {**group, "chunks": [weak, *group["chunks"]]}
+    console = Console(record=True, width=200)
+    render_result(console, result)
+    shown = console.export_text()
+    assert "an introduction that answers nothing" not in shown
+    best = max(group["chunks"], key=lambda c: c["score"])
+    assert " ".join(best["text"].split())[:60] in " ".join(shown.split())
+
 def test_the_terminal_shows_no_aspect_coverage_for_a_plan_without_aspects(engine: Engine) -> None:
     """A vacuous 1.00 beside "off-topic: re-query" read as a contradiction."""
     shown = {}
@@ -195,6 +210,27 @@ def test_a_successor_the_requester_may_not_read_is_not_named(tmp_path: Path, cac
         assert "breakglass" not in json.dumps(
             e.search_with_reasoning(ROLLBACK_QUESTION, principal=ENGINEER, retrieved_at=RETRIEVED_AT))
         assert successors(SECURITY) == {"security/breakglass-root-token.md"}  # the check can fail
+
+
+@pytest.mark.parametrize(("successor", "engineer_sees"), [("deploy/rollback.md", "deploy/rollback.md"),
+                                                          ("security/breakglass-root-token.md", None)])
+def test_admitted_evidence_names_its_successor_unless_it_is_restricted(
+        tmp_path: Path, cache_dir: Path, embedder: Embedder, successor: str, engineer_sees: str | None) -> None:
+    """A superseded page that has not expired passes the gate (no rule says otherwise), so an agent must see
+    that a newer page replaces it: `superseded_by` had been dropped from admitted evidence. Like a rejected
+    page's, it is withheld when it names a page the requester may not read."""
+    handbook = copy_handbook(tmp_path / "handbook")
+    old = handbook / "deploy" / "rollback-v1.md"
+    old.write_text(old.read_text(encoding="utf-8").replace('expires_at: "2025-06-30T00:00:00Z"\n', "").replace(
+        'superseded_by: "deploy/rollback.md"', f'superseded_by: "{successor}"'), encoding="utf-8")
+    with open_handbook(tmp_path / "idx", cache_dir, embedder, handbook) as e:
+        def named(principal: Any) -> set[Any]:
+            result = e.search_with_reasoning(ROLLBACK_QUESTION, principal=principal, retrieved_at=RETRIEVED_AT)
+            return {c["provenance"]["superseded_by"] for g in result["evidence"]
+                    if g["source"] == "deploy/rollback-v1.md" for c in g["chunks"]}
+
+        assert named(ENGINEER) == {engineer_sees}
+        assert named(SECURITY) == {successor}
 
 # ---- case 3: restricted pages -----------------------------------------------------------------------
 

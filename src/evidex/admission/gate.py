@@ -262,7 +262,7 @@ class AdmissionGate:
                 continue
             reason = min(failures, key=lambda r: r.rank)
             rejected.append(Rejection(chunk.record_id, chunk.doc_id, reason, chunk.provenance.owner))
-            log.debug("rejected record %s (doc %s): %s", chunk.record_id, chunk.doc_id, reason.value)
+            log.debug("rejected record %s: %s", chunk.record_id, reason.value)  # ids only: a path can name the page
         decision = GateDecision(admitted=tuple(admitted), rejected=tuple(rejected))
         log.debug("admission for %s: %d admitted, %d rejected %s", principal.name, len(admitted),
                   len(rejected), decision.counts())

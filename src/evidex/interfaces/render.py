@@ -55,7 +55,8 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
                           escape(c["evidence_family"] or "-"), c["status"], f"{c['score']:.3f}")
     console.print(table)
     if show_text and result["evidence"]:
-        best = result["evidence"][0]["chunks"][0]
+        # The first source holds the best chunk, but its chunks are in document order: pick by score.
+        best = max(result["evidence"][0]["chunks"], key=lambda c: c["score"])
         snippet = " ".join(best["text"].split())[:400]
         console.print(Panel(escape(snippet), title=escape(best["citation"] or result["evidence"][0]["source"]),
                             expand=True))
