@@ -223,6 +223,33 @@ def test_a_mistyped_path_or_index_is_an_error_not_an_empty_answer(tmp_path: Path
     assert not (tmp_path / "typo").exists()
 
 
+@pytest.mark.parametrize("damage", ["empty", "truncated", "garbage"])
+def test_a_damaged_index_file_is_a_one_line_error(invoke: Invoke, corpus: Path, tmp_path: Path, damage: str) -> None:
+    """A truncated or overwritten index.sqlite had given a Python traceback on every command, and a 0-byte one
+    had been taken for a new, empty index (query answered "stop", exit 0)."""
+    assert invoke("ingest", str(corpus)).exit_code == 0
+    path = tmp_path / "idx" / "index.sqlite"
+    data = path.read_bytes()
+    path.write_bytes({"empty": b"", "truncated": data[: len(data) // 2], "garbage": b"not a database " * 500}[damage])
+    for args in (["query", "how do I rotate keys?"], ["stats"], ["batches"]):
+        result = invoke(*args)
+        assert result.exit_code in (1, 2), (args, result.output)
+        assert isinstance(result.exception, SystemExit), result.exception  # an exit code, not a crash
+        assert "error:" in result.stderr and ("damaged" in result.stderr or "empty (0 bytes)" in result.stderr)
+    if damage == "empty":
+        assert path.stat().st_size == 0  # nothing was written into it
+
+
+def test_an_index_path_that_is_a_file_is_a_one_line_error(tmp_path: Path, corpus: Path) -> None:
+    from typer.testing import CliRunner
+
+    from evidex.interfaces.cli import app
+
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    result = CliRunner().invoke(app, ["ingest", str(corpus), "--index", str(tmp_path / "afile")])
+    assert result.exit_code != 0 and "is a file, not an index folder" in result.stderr
+    assert not isinstance(result.exception, FileExistsError)
+
 def test_ingest_names_the_documents_the_gate_will_never_admit(tmp_path: Path) -> None:
     """A page without access_labels (access fails closed) or without a citation URI is stored but never
     returned: the walkthrough's first surprise. Ingest now says which."""

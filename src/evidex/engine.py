@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections.abc import Iterable, Sequence
@@ -53,6 +54,7 @@ def open_store(config: Config) -> Store:
 
 
 VERIFICATIONS_FILE = "verifications.sqlite"
+_SNAPSHOT_ATTEMPTS = 3  # runs of one search before a stream of commits is reported instead
 
 
 def record_version(chunk: Chunk) -> str:
@@ -193,8 +195,17 @@ class Engine:
         return self._parts
 
     def run(self, request: SearchRequest) -> SearchOutcome:
-        """The full evidence pipeline for one request (see `evidex.pipeline`)."""
-        return run_search(self.pipeline_parts(), request)
+        """The full evidence pipeline for one request (see `evidex.pipeline`), on one index snapshot: a
+        search's reads are not one transaction, so when a commit lands while it runs (the snapshot differs
+        before and after) it runs again. A result had named the later snapshot while holding scores of the
+        earlier one, and replay on that snapshot then differed."""
+        for _ in range(_SNAPSHOT_ATTEMPTS):
+            before = self.store.snapshot_id()
+            outcome = run_search(self.pipeline_parts(), request)
+            if self.store.snapshot_id() == before:
+                return dataclasses.replace(outcome, snapshot_id=before)
+        raise StoreError(f"the index changed during each of {_SNAPSHOT_ATTEMPTS} attempts at this search "
+                         "(ingest is committing batches): try again")
 
     def default_principal(self) -> Principal:
         g = self.config.gate
@@ -229,7 +240,7 @@ class Engine:
             for c in outcome.context}
         policy = self.pipeline_parts().gate
         visibility = policy.policy.visibility if policy else RejectionVisibility.REASONS_EXCEPT_ACCESS
-        ctx = ResultContext(snapshot_id=self.store.snapshot_id(), config_hash=self.config.hash(),
+        ctx = ResultContext(snapshot_id=outcome.snapshot_id or self.store.snapshot_id(), config_hash=self.config.hash(),
                             embedding_model=self.embedder.fingerprint, chunk_size=self.config.chunking.max_chars,
                             visibility=visibility, requery_threshold=self.config.evidence.requery_threshold,
                             min_question_word_share=self.config.evidence.min_question_word_share,

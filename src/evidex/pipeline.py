@@ -77,6 +77,7 @@ class SearchOutcome:
     reranker: dict[str, Any]
     trace: Trace
     hidden_successors: frozenset[str] = frozenset()  # `superseded_by` sources the requester may not read
+    snapshot_id: str = ""  # the one index snapshot every read saw (set by `Engine.run`, which checks it)
 
 
 @dataclass(frozen=True)

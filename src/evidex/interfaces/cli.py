@@ -4,6 +4,7 @@ exit codes here, in one place."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -63,6 +64,11 @@ def run(action: Callable[[], T]) -> T:
         code = next((c for cls, c in EXIT_CODES.items() if isinstance(exc, cls)), 1)
         err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         raise typer.Exit(code) from None
+    except sqlite3.DatabaseError as exc:  # a damaged index file, found wherever it is first read
+        err.print(f"[bold red]error:[/] the index database is damaged or not an evidex index ({escape(str(exc))}): "
+                  "restore it from a backup or an `evidex export`, or ingest into a new index",
+                  highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(1) from None
 
 
 @contextmanager
@@ -92,10 +98,15 @@ def open_engine(config: Path | None, index: Path | None, *, create: bool = False
 
 
 def require_index(cfg: Config) -> None:
-    if cfg.index.backend == "sqlite" and not (cfg.index_dir / INDEX_FILE).is_file():
+    path = cfg.index_dir / INDEX_FILE
+    if cfg.index.backend == "sqlite" and not path.is_file():
         err.print(f"[bold red]error:[/] no index at {escape(str(cfg.index_dir))}: ingest documents first "
                   "(evidex ingest DIR) or point --index / the config at an existing index",
                   highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    if cfg.index.backend == "sqlite" and path.stat().st_size == 0:  # SQLite would take it for a new, empty index
+        err.print(f"[bold red]error:[/] {escape(str(path))} is empty (0 bytes), not an index: restore it from a "
+                  "backup or an `evidex export`, or ingest into a new index", highlight=False, soft_wrap=True)
         raise typer.Exit(2)
 
 

@@ -143,6 +143,8 @@ class SqliteStore:
     """`Store` on one SQLite file. Safe to share between threads (one connection behind a lock)."""
 
     def __init__(self, directory: Path, *, title_weight: float = 1.0) -> None:
+        if directory.exists() and not directory.is_dir():
+            raise StoreError(f"{directory} is a file, not an index folder: point --index / the config at a folder")
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / INDEX_FILE
         self.title_weight = title_weight
