@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from conftest import engine_config
 
 from evidex.admission.gate import Principal
+from evidex.config import Config
 from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine
 from evidex.pipeline import SearchRequest
@@ -55,7 +55,7 @@ def test_a_commit_during_a_search_runs_it_again_on_one_snapshot(tmp_path: Path, 
     docs.mkdir()
     for name, text in PAGES.items():
         (docs / name).write_text(text, encoding="utf-8")
-    config = engine_config(tmp_path / "idx", cache_dir)
+    config = Config().replace(index={"path": str(tmp_path / "idx")}, embedding={"cache_dir": str(cache_dir)})
     store = CommitsDuringTheFirstSearch(config.index_dir)
     engine = Engine.open(config, embedder=embedder, store=store)
     try:
