@@ -60,7 +60,8 @@ def ask(tool: Tool, question: str, *, max_rounds: int = 3) -> AskTranscript:
             break
         remaining = [a for a in rec["focus"] if a not in tried]
         if not remaining:
-            transcript.rounds[-1]["note"] = "every missing aspect was already re-queried; stopping"
+            transcript.rounds[-1]["note"] = ("every missing aspect was already re-queried; stopping" if rec["focus"]
+                                             else "the recommendation names no aspect to re-query; stopping")
             break
         focus = remaining[0]
         tried.add(focus)

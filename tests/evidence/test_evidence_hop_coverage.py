@@ -67,6 +67,25 @@ def test_a_relative_clause_without_a_named_start_is_no_hop(tmp_path: Path) -> No
     assert rec.action == "proceed"
 
 
+def test_a_when_clause_that_describes_no_entity_is_no_hop(tmp_path: Path) -> None:
+    """"What happens when the Tidepool primary dies?" reads as nested ("when") but describes no entity: the hop
+    had been demanded anyway (one entity assumed), so a complete answer came back "re-query" with nothing to
+    focus on (a walkthrough)."""
+    failover = make_chunk("failover", "When the Tidepool primary dies, the standby is promoted within thirty "
+                                      "seconds and the pooler reconnects.", title="Tidepool failover")
+    store = counting_store(tmp_path / "when", [failover, OTHER])
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
+        outcome = run_search(parts, SearchRequest("What happens when the Tidepool primary dies?",
+                                                  mode=RetrievalMode.BM25))
+    finally:
+        store.close()
+    assert outcome.plan.chained and outcome.plan.aspects and described_entities(outcome.request.query) == 0
+    cov = coverage(outcome)
+    assert HOP_ASPECT not in cov["aspects_missing"] + cov["aspects_covered"]
+    rec = recommend(outcome, cov, threshold=0.7, min_question_word_share=WORD_SHARE, default_owner=None)
+    assert rec.action == "proceed"
+
 @pytest.mark.parametrize(("question", "described"), [
     ("Who was in charge of the country where the composer of Aschenbrodel was a citizen?", 2),
     ("What is the name of the waterfall in the country where the Bubye River is found?", 1),  # "name of": asked

@@ -136,9 +136,10 @@ class Nesting:
 
 
 def nesting(outcome: SearchOutcome) -> Nesting:
-    if not (outcome.plan.chained and outcome.plan.aspects):
+    need = described_entities(outcome.request.query)
+    if not (outcome.plan.chained and outcome.plan.aspects and need):
         return Nesting(nested=False)
-    return Nesting(nested=True, need=max(1, described_entities(outcome.request.query)),
+    return Nesting(nested=True, need=need,
                    linked=len({c.chunk.doc_id for c in outcome.context if dict(c.scores).get("linked", 0.0) > 0}),
                    chain=evidence_chain(outcome))
 
