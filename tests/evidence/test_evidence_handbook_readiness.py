@@ -179,6 +179,17 @@ def test_the_terminal_quotes_the_best_chunk_not_the_first_in_page_order(engine: 
     best = max(group["chunks"], key=lambda c: c["score"])
     assert " ".join(best["text"].split())[:60] in " ".join(shown.split())
 
+def test_the_terminal_calls_an_automatic_plans_obligations_aspects(engine: Engine) -> None:
+    """Fragments of the question had been listed as "families:", as if someone had declared them."""
+    shown = {}
+    for question in (ROTATION_QUESTION, BREAK_GLASS_QUESTION):
+        result = engine.search_with_reasoning(question, principal=ENGINEER, retrieved_at=RETRIEVED_AT)
+        console = Console(record=True, width=200)
+        render_result(console, result)
+        shown[result["plan"]["source"]] = [line.split(":")[0] for line in console.export_text().splitlines()]
+    assert "aspects" in shown["auto"] and "families" not in shown["auto"]
+    assert "families" in shown["shape"]
+
 def test_the_terminal_shows_no_aspect_coverage_for_a_plan_without_aspects(engine: Engine) -> None:
     """A vacuous 1.00 beside "off-topic: re-query" read as a contradiction."""
     shown = {}

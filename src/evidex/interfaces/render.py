@@ -47,7 +47,8 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
         fams = "  ".join(f"[{_FAMILY_STYLE.get(f['status'], 'white')}]{escape(_short(f['name']))}: {f['status']}"
                          f"{' (' + ', '.join(f['reasons']) + ')' if f['reasons'] else ''}[/]"
                          for f in result["families"])
-        console.print(f"families: {fams}")
+        # An automatic plan's obligations are the question's own aspects, not families anyone declared.
+        console.print(f"{'aspects' if result['plan']['source'] == 'auto' else 'families'}: {fams}")
     table = Table("source#anchor", "family", "status", "score", show_lines=False, expand=True)
     for group in result["evidence"]:
         for c in group["chunks"]:
