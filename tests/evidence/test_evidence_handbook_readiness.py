@@ -182,7 +182,7 @@ def test_the_terminal_quotes_the_best_chunk_not_the_first_in_page_order(engine: 
 def test_the_terminal_calls_an_automatic_plans_obligations_aspects(engine: Engine) -> None:
     """Fragments of the question had been listed as "families:", as if someone had declared them."""
     shown = {}
-    for question in (ROTATION_QUESTION, BREAK_GLASS_QUESTION):
+    for question in ("How do I rotate the transit key, and how do I roll back a bad release?", BREAK_GLASS_QUESTION):
         result = engine.search_with_reasoning(question, principal=ENGINEER, retrieved_at=RETRIEVED_AT)
         console = Console(record=True, width=200)
         render_result(console, result)
