@@ -295,7 +295,8 @@ def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
     path = letter.path or letter.location
     file, line = _letter_file(letter)
     if line is not None and file.endswith(".jsonl"):
-        return [read_jsonl_line(Path(file), line, letter.source.rpartition(":")[0])]
+        item = read_jsonl_line(Path(file), line, letter.source.rpartition(":")[0])
+        return [] if item is None else [item]  # a blank or deleted line: nothing is left to retry
     if path.endswith(".jsonl"):  # the file could not be read at all: every line of it, now
         return list(iter_jsonl(Path(path), letter.source))
     if letter.source.endswith("/"):  # a directory that could not be listed ("sub/", or the full path of a root)
@@ -321,16 +322,19 @@ def _letter_target(letter: DeadLetter) -> Path:
 
 
 def _settled_letters(letters: Sequence[DeadLetter], roots: Sequence[str | Path], *, sync: bool) -> list[str]:
-    """The dead letters an ingest of `roots` settles unless it fails them again: a directory under them that
-    could not be listed (listed now, its documents load or fail on their own), and for a sync, a file deleted
-    from under them (nothing is left to retry)."""
+    """The dead letters an ingest of `roots` settles unless it fails them again (or fails the file or directory
+    they name): a directory under them that could not be listed (listed now, its documents load or fail on
+    their own), a line of a JSONL file under them (the file is read in full: the line loads, fails again, or is
+    blank or gone), and for a sync, a file deleted from under them (nothing is left to retry)."""
     under = [Path(r).absolute() for r in roots]
     out = []
     for letter in letters:
-        target = _letter_target(letter)
+        file, line = _letter_file(letter)
+        target = Path(file)
         if not target.is_absolute() or not any(r == target or r in target.parents for r in under):
             continue
-        if letter.source.endswith("/") or (sync and not target.exists()):
+        is_jsonl_line = line is not None and file.endswith(".jsonl") and target.is_file()
+        if letter.source.endswith("/") or is_jsonl_line or (sync and not target.exists()):
             out.append(letter.source)
     return out
 

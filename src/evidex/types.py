@@ -174,7 +174,7 @@ class IngestReport:
     # written documents with no access label or no citation URI: the default gate never admits them
     without_labels_or_citation: tuple[str, ...] = ()
     retired_documents: tuple[str, ...] = ()  # live documents gone from the corpus of a sync ingest (doc ids)
-    resolved_dead_letters: tuple[str, ...] = ()  # letters this batch settled: loaded now, or their file deleted
+    resolved_dead_letters: tuple[str, ...] = ()  # letters this batch settled: loaded now, or their file or line gone
     sync_skipped: str = ""  # why a sync ingest retired nothing (a failure that names no document)
 
     def to_dict(self) -> dict[str, Any]:

@@ -145,20 +145,22 @@ def _decode_line(raw: bytes, n: int, location: str) -> str:
         raise IngestError(f"not UTF-8 text (byte {exc.start})", location=location) from None
 
 
-def read_jsonl_line(file: Path, line_number: int, name: str | None = None) -> Document | LoadFailure:
-    """Load one line of a JSONL corpus again (a dead-letter retry)."""
+def read_jsonl_line(file: Path, line_number: int, name: str | None = None) -> Document | LoadFailure | None:
+    """Load one line of a JSONL corpus again (a dead-letter retry). None: the line is blank or gone from its
+    file, so nothing is left to load (like a deleted file)."""
     location = f"{file}:{line_number}"
     source = f"{name or file.name}:{line_number}"
     try:
         with file.open("rb") as handle:
             for n, raw in enumerate(handle, start=1):
                 if n == line_number:
-                    return _jsonl_document(_decode_line(raw, n, location), location)
+                    line = _decode_line(raw, n, location)
+                    return _jsonl_document(line, location) if line.strip() else None
     except IngestError as exc:
         return LoadFailure(source, exc.reason, location, location)
     except OSError as exc:
         return LoadFailure(source, f"cannot read: {exc.strerror}", location, location)
-    return LoadFailure(source, "the line is gone from its file", location, location)
+    return None
 
 
 def _jsonl_document(line: str, location: str) -> Document:

@@ -177,9 +177,12 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
                                         vectors[offset:offset + len(doc_chunks)]))
             offset += len(doc_chunks)
     failed = {letter.source for letter in letters}
+    unread = tuple(letter.path for letter in letters if letter.path)  # a file or directory that failed whole
+    paths = {d.source: d.path for d in known_dead_letters}
     resolved = tuple(dict.fromkeys([*(d.source for d in known_dead_letters
                                       if d.source in loaded_sources or (d.path and d.path in loaded_sources)),
-                                    *(s for s in resolved_dead_letters if s not in failed)]))
+                                    *(s for s in resolved_dead_letters
+                                      if s not in failed and not _within(paths.get(s, ""), unread))]))
     on_record = {(d.source, d.reason) for d in known_dead_letters}
     news = letters if record_repeats else [d for d in letters if (d.source, d.reason) not in on_record]
     if writes or news or resolved:
@@ -194,6 +197,12 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         without_labels_or_citation=tuple(d.source for d, _, _ in changed
                              if not d.provenance.access_labels or not d.provenance.citation_uri),
         retired_documents=gone, sync_skipped=sync_skipped, resolved_dead_letters=resolved if batch_id else ())
+
+
+def _within(path: str, unread: Sequence[str]) -> bool:
+    """Whether `path` (a file, a directory, or a JSONL file's "file:line") is one of `unread` or lies in one:
+    a letter there is not settled by a batch that could not read it."""
+    return bool(path) and any(path == u or path.startswith((f"{u}/", f"{u}:")) for u in unread)
 
 
 def _refuse_a_moved_root(gone: Sequence[str], loaded: set[str], existing: Mapping[str, str]) -> None:
