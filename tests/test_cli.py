@@ -267,6 +267,17 @@ def test_ingest_names_the_documents_the_gate_will_never_admit(tmp_path: Path) ->
     assert "ok.md" not in result.stdout.split("never admit")[1]
 
 
+def test_ingest_names_the_overlay_sources_that_match_no_document(invoke: Invoke, corpus: Path,
+                                                                  tmp_path: Path) -> None:
+    overlay = tmp_path / "overlay.jsonl"
+    overlay.write_text('{"source": "quota.md", "owner": "a"}\n{"source": "does/not/exist.md", "owner": "b"}\n')
+    text = ok(invoke("ingest", str(corpus), "--metadata", str(overlay))).stdout
+    assert "1 metadata overlay source(s) match no document of this ingest" in text
+    assert "does/not/exist.md" in text and "quota.md" not in text.split("match no document")[1].split("\n")[0]
+    report = as_json(invoke("ingest", str(corpus), "--metadata", str(overlay), "--json"))
+    assert report["unmatched_overlay_sources"] == ["does/not/exist.md"]
+
+
 def test_ask_numbers_its_evidence_and_says_when_it_is_not_enough(invoke: Invoke, corpus: Path) -> None:
     """The final evidence had been listed as "[1] uri" with 1 the round it came from, read as a citation number;
     and evidence the loop ended without accepting was listed like an answer."""

@@ -314,6 +314,23 @@ def test_metadata_overlay_merges_into_provenance(make_engine: EngineFactory, wri
     assert (b.evidence_family, b.citation_uri) == ("from-overlay", "https://x.test/b")  # overlay beats rules
 
 
+def test_overlay_sources_that_match_no_document_are_reported(make_engine: EngineFactory,
+                                                               write_corpus: CorpusWriter, tmp_path: Path) -> None:
+    """A path typo in an overlay had silently dropped the restriction or citation it carried. A document that
+    failed to load is not a typo; a retry (a part of the corpus) reports nothing."""
+    corpus = write_corpus({**SMALL, "broken.md": b"\x00"})
+    overlay = tmp_path / "overlay.jsonl"
+    overlay.write_text("\n".join(json.dumps({"source": s, "access_labels": ["eng"]})
+                                 for s in ["a.md", "broken.md", "does/not/exist.md", "./b.md"]) + "\n")
+    engine = make_engine()
+    report = engine.ingest([corpus], metadata=overlay)
+    assert report.unmatched_overlay_sources == ("does/not/exist.md", "./b.md")
+    assert report.to_dict()["unmatched_overlay_sources"] == ["does/not/exist.md", "./b.md"]
+    assert chunks_of(engine, "a.md")[0].provenance.access_labels == ("eng",)  # the rest still applies
+    assert engine.ingest([corpus], metadata=overlay).unmatched_overlay_sources == ("does/not/exist.md", "./b.md")
+    assert engine.retry_dead_letters(metadata=overlay).unmatched_overlay_sources == ()
+
+
 # ---- re-ingest -------------------------------------------------------------------------------------------
 SMALL = {
     "a.md": "# Alpha\n\nAlpha service restarts nightly.\n",

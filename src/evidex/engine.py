@@ -160,17 +160,17 @@ class Engine:
             seen.update(keys)
             if not any(isinstance(i, LoadFailure) and i.source == letter.source for i in reloaded):
                 now_loading.append(letter.source)
-        return self._ingest(items, overlay, "dead-letter retry", progress, now_loading)
+        return self._ingest(items, overlay, "dead-letter retry", progress, now_loading, check_overlay=False)
 
     def _ingest(self, items: Iterable[Document | LoadFailure], overlay: Any, label: str,
                 progress: Progress | None, resolved: Sequence[str] = (), *, record_repeats: bool = True,
-                sync: bool = False) -> IngestReport:
+                sync: bool = False, check_overlay: bool = True) -> IngestReport:
         known = self.store.dead_letters()
         return ingest(self.store, lambda: self.embedder, items, chunking=self.config.chunking,
                       families=FamilyRules.from_config(self.config.families), overlay=overlay,
                       cache=self.embedding_cache, batch_size=self.config.embedding.batch_size, label=label,
                       known_dead_letters=known, resolved_dead_letters=resolved, progress=progress,
-                      record_repeats=record_repeats, sync=sync)
+                      record_repeats=record_repeats, sync=sync, check_overlay=check_overlay)
 
     # ---- search -------------------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, mode: RetrievalMode = RetrievalMode.HYBRID,

@@ -176,6 +176,7 @@ class IngestReport:
     retired_documents: tuple[str, ...] = ()  # live documents gone from the corpus of a sync ingest (doc ids)
     resolved_dead_letters: tuple[str, ...] = ()  # letters this batch settled: loaded now, or their file or line gone
     sync_skipped: str = ""  # why a sync ingest retired nothing (a failure that names no document)
+    unmatched_overlay_sources: tuple[str, ...] = ()  # overlay sources no document of the ingest has (not applied)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -194,4 +195,5 @@ class IngestReport:
             "retired_documents": list(self.retired_documents),
             "resolved_dead_letters": list(self.resolved_dead_letters),
             "sync_skipped": self.sync_skipped,
+            "unmatched_overlay_sources": list(self.unmatched_overlay_sources),
         }

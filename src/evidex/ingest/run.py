@@ -89,14 +89,17 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
            chunking: ChunkingConfig, families: FamilyRules, overlay: Mapping[str, Mapping[str, Any]] | None,
            cache: EmbeddingCache | None, batch_size: int = 32, label: str = "",
            known_dead_letters: Iterable[DeadLetter] = (), resolved_dead_letters: Sequence[str] = (),
-           progress: Progress | None = None, record_repeats: bool = True, sync: bool = False) -> IngestReport:
+           progress: Progress | None = None, record_repeats: bool = True, sync: bool = False,
+           check_overlay: bool = True) -> IngestReport:
     """Ingest `items` as one batch. `embedder` is called only if something needs embedding.
     `sync=True`: `items` are the whole corpus, so a live document not among them (its file deleted) is retired
     in the same batch (a rollback restores it). A document that failed to load is not gone: it stays, and a
     failure that names no document (a bad JSONL line) retires nothing at all.
     `record_repeats=False`: failures already on record with the same reason make no batch by themselves
     (re-running an ingest over a folder with one broken file must not leave a batch that `rollback` would
-    undo instead of the last real change); they are still reported, and counted when a batch is made."""
+    undo instead of the last real change); they are still reported, and counted when a batch is made.
+    `check_overlay`: report the overlay's sources that no item has (a path typo drops their provenance); off when
+    `items` are only a part of what the overlay describes (a dead-letter retry)."""
     known_dead_letters = list(known_dead_letters)
     started = time.perf_counter()
     now = datetime.now(UTC).replace(microsecond=0)
@@ -111,9 +114,11 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     loaded_sources: set[str] = set()
     failed_ids: set[str] = set()
     unnamed: list[str] = []  # failures whose document is unknown
+    named: set[str] = set()  # every item's source, loaded or failed
     for n, item in enumerate(items, start=1):
         if progress is not None and n % 200 == 0:
             progress("load", n, 0)
+        named.add(item.source)
         if isinstance(item, LoadFailure):
             if item.doc_id is None:
                 unnamed.append(item.source)
@@ -183,6 +188,8 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
                                       if d.source in loaded_sources or (d.path and d.path in loaded_sources)),
                                     *(s for s in resolved_dead_letters
                                       if s not in failed and not _within(paths.get(s, ""), unread))]))
+    unlisted = tuple(s for s in named if s.endswith("/"))  # directories that could not be listed: files unseen
+    unmatched = tuple(s for s in (overlay or {}) if check_overlay and s not in named and not s.startswith(unlisted))
     on_record = {(d.source, d.reason) for d in known_dead_letters}
     news = letters if record_repeats else [d for d in letters if (d.source, d.reason) not in on_record]
     if writes or news or resolved:
@@ -196,7 +203,8 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         cached=total - computed, seconds=time.perf_counter() - started,
         without_labels_or_citation=tuple(d.source for d, _, _ in changed
                              if not d.provenance.access_labels or not d.provenance.citation_uri),
-        retired_documents=gone, sync_skipped=sync_skipped, resolved_dead_letters=resolved if batch_id else ())
+        retired_documents=gone, sync_skipped=sync_skipped, resolved_dead_letters=resolved if batch_id else (),
+        unmatched_overlay_sources=unmatched)
 
 
 def _within(path: str, unread: Sequence[str]) -> bool:
