@@ -16,7 +16,7 @@ from typing import Any
 
 from evidex.errors import IngestError
 from evidex.ingest.markdown import find_headings, split_front_matter
-from evidex.ingest.provenance import provenance_fields
+from evidex.ingest.provenance import misspelled_keys, provenance_fields
 from evidex.types import Document, Provenance
 
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
@@ -108,7 +108,7 @@ def _markdown_document(text: str, source: str, location: str) -> Document:
         h1 = [h for h in find_headings(text[body_start:]) if h.level == 1]
         title = h1[0].title if h1 else _stem_title(source)
     return Document(doc_id=source, source=source, title=title.strip(), text=text, provenance=provenance,
-                    fmt="markdown", body_start=body_start, origin=location)
+                    fmt="markdown", body_start=body_start, origin=location, warnings=tuple(misspelled_keys(fields)))
 
 
 def _stem_title(source: str) -> str:
@@ -184,7 +184,7 @@ def _jsonl_document(line: str, location: str) -> Document:
         raise IngestError("'source' must be a string", location=location)
     provenance = Provenance(**provenance_fields(item, location))
     return Document(doc_id=str(doc_id), source=source, title=title.strip(), text=text,
-                    provenance=provenance, fmt="text", origin=location)
+                    provenance=provenance, fmt="text", origin=location, warnings=tuple(misspelled_keys(item)))
 
 
 class _HtmlToMarkdown(HTMLParser):

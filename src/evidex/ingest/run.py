@@ -7,6 +7,7 @@ An unchanged document (same text, provenance and chunking) is skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -26,9 +27,9 @@ from evidex.errors import IngestError, StoreError
 from evidex.ingest.chunking import chunk_text
 from evidex.ingest.loaders import LoadFailure
 from evidex.ingest.markdown import clean
-from evidex.ingest.provenance import format_time, merge
+from evidex.ingest.provenance import doubtful_values, format_time, merge
 from evidex.stores.protocol import BatchWrite, DocumentWrite, Store, describe_model_mismatch
-from evidex.types import Chunk, DeadLetter, Document, IngestReport
+from evidex.types import Chunk, DeadLetter, Document, IngestReport, IngestWarning
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -190,6 +191,8 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
                                       if s not in failed and not _within(paths.get(s, ""), unread))]))
     unlisted = tuple(s for s in named if s.endswith("/"))  # directories that could not be listed: files unseen
     unmatched = tuple(s for s in (overlay or {}) if check_overlay and s not in named and not s.startswith(unlisted))
+    warnings = tuple(IngestWarning(d.source, reason) for d, _, _ in changed
+                     for reason in (*d.warnings, *doubtful_values(d.provenance)))
     on_record = {(d.source, d.reason) for d in known_dead_letters}
     news = letters if record_repeats else [d for d in letters if (d.source, d.reason) not in on_record]
     if writes or news or resolved:
@@ -204,7 +207,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         without_labels_or_citation=tuple(d.source for d, _, _ in changed
                              if not d.provenance.access_labels or not d.provenance.citation_uri),
         retired_documents=gone, sync_skipped=sync_skipped, resolved_dead_letters=resolved if batch_id else (),
-        unmatched_overlay_sources=unmatched)
+        warnings=warnings, unmatched_overlay_sources=unmatched)
 
 
 def _within(path: str, unread: Sequence[str]) -> bool:
@@ -244,4 +247,4 @@ def _with_metadata(doc: Document, overlay: Mapping[str, Mapping[str, Any]] | Non
             provenance = merge(provenance, {"evidence_family": family})
     if provenance is doc.provenance:
         return doc
-    return Document(doc.doc_id, doc.source, doc.title, doc.text, provenance, doc.fmt, doc.body_start)
+    return dataclasses.replace(doc, provenance=provenance)

@@ -164,6 +164,8 @@ def _print_problems(report: IngestReport, gated: bool, live: set[str]) -> None:
         names = report.resolved_dead_letters
         out.print(f"  {len(names)} dead letter(s) resolved (loaded now, or the file or JSONL line is gone): "
                   f"{escape(', '.join(names[:5]) + (' ...' if len(names) > 5 else ''))}", highlight=False)
+    for warning in report.warnings:
+        out.print(f"  [yellow]warning[/] {escape(warning.source)}: {escape(warning.reason)}", highlight=False)
     if report.unmatched_overlay_sources:
         names = report.unmatched_overlay_sources
         out.print(f"  [yellow]{len(names)} metadata overlay source(s) match no document of this ingest[/] (not "
