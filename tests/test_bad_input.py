@@ -4,8 +4,10 @@ run before anything is written, and configuration mistakes are errors naming the
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,6 +136,41 @@ def test_reingesting_a_fixed_jsonl_line_resolves_its_dead_letter(make_engine: En
                                          encoding="utf-8")
     engine.ingest([corpus])
     assert engine.dead_letters() == []
+
+
+@pytest.mark.parametrize("how", ["ingest", "sync", "retry"])
+@pytest.mark.parametrize("left", ["", "\n"], ids=["line deleted", "line blanked"])
+def test_a_removed_jsonl_line_resolves_its_dead_letter(make_engine: EngineFactory, write_corpus: CorpusWriter,
+                                                       how: str, left: str) -> None:
+    """Its letter had stayed for good: a retry recorded it again ("the line is gone from its file", one more
+    attempt each time) and an ingest of the file never settled it. Nothing is left to load, as for a deleted file."""
+    corpus = write_corpus({"c.jsonl": jsonl(JSONL_GOOD, JSONL_BAD_JSON)})
+    engine = make_engine()
+    engine.ingest([corpus])
+    assert list(letters_by_source(engine)) == ["c.jsonl:2"]
+    (corpus / "c.jsonl").write_text(jsonl(JSONL_GOOD) + left, encoding="utf-8")
+    report = engine.retry_dead_letters() if how == "retry" else engine.ingest([corpus], sync=how == "sync")
+    assert report.resolved_dead_letters == ("c.jsonl:2",) and report.dead_letters == ()
+    assert engine.dead_letters() == [] and bm25(engine, "quokkaword") == ["ok1"]
+
+
+def test_a_jsonl_line_letter_stays_while_its_folder_cannot_be_listed(
+        make_engine: EngineFactory, write_corpus: CorpusWriter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ingest settles the letters of a JSONL file's lines only when it read the file."""
+    corpus = write_corpus({"good.md": BAD_FILES["good.md"], "sub/c.jsonl": jsonl(JSONL_GOOD, JSONL_BAD_JSON)})
+    engine = make_engine()
+    engine.ingest([corpus])
+    listing = os.scandir
+
+    def refuse(path: Any = ".") -> Any:  # the test runs as root, which may list anything
+        if Path(path) == corpus / "sub":
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path)
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    report = engine.ingest([corpus])
+    assert report.resolved_dead_letters == ()
+    assert set(letters_by_source(engine)) == {"sub/", "sub/c.jsonl:2"}
 
 
 def test_a_duplicate_doc_id_dead_letter_names_its_file_and_line(make_engine: EngineFactory,

@@ -267,6 +267,45 @@ def test_ingest_names_the_documents_the_gate_will_never_admit(tmp_path: Path) ->
     assert "ok.md" not in result.stdout.split("never admit")[1]
 
 
+def test_ingest_warns_of_mistaken_front_matter_per_document(tmp_path: Path) -> None:
+    """Said beside the documents the gate will never admit: a misspelled provenance key, an expiry before the
+    publication, a citation that is no URI. The documents are still ingested."""
+    from typer.testing import CliRunner
+
+    from evidex.interfaces.cli import app
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    head = "---\naccess_labels: [eng]\ncitation_uri: https://d.example/ok\n"
+    (docs / "ok.md").write_text(f"{head}title: Ok\nweight: 2\nreviewers: [a]\n---\n# Ok\n\nfine\n")
+    (docs / "typo.md").write_text("---\naccess_label: [eng]\ncitation_uri: https://d.example/t\n---\n# T\n\nt\n")
+    (docs / "ebp.md").write_text(f"{head}published_at: 2026-05-01\nexpires_at: 2026-01-01\n---\n# E\n\ne\n")
+    (docs / "uri.md").write_text("---\naccess_labels: [eng]\ncitation_uri: not a url\n---\n# U\n\nu\n")
+    result = CliRunner().invoke(app, ["ingest", str(docs), "--index", str(tmp_path / "idx")])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "4 documents" in text and "0 dead letters" in text
+    assert "warning typo.md: access_label: not a provenance field (did you mean access_labels?)" in text
+    assert "warning ebp.md: expires_at 2026-01-01T00:00:00Z is not after published_at 2026-05-01T00:00:00Z" in text
+    assert "warning uri.md: citation_uri 'not a url' is not an absolute URI" in text
+    assert "ok.md" not in text
+    (docs / "typo.md").write_text("---\naccess_label: [eng]\ncitation_uri: https://d.example/t2\n---\n# T\n\nt\n")
+    result = CliRunner().invoke(app, ["ingest", str(docs), "--index", str(tmp_path / "idx"), "--json"])
+    assert json.loads(result.stdout)["warnings"] == [
+        {"source": "typo.md", "reason": "access_label: not a provenance field (did you mean access_labels?)"}]
+
+
+def test_ingest_names_the_overlay_sources_that_match_no_document(invoke: Invoke, corpus: Path,
+                                                                  tmp_path: Path) -> None:
+    overlay = tmp_path / "overlay.jsonl"
+    overlay.write_text('{"source": "quota.md", "owner": "a"}\n{"source": "does/not/exist.md", "owner": "b"}\n')
+    text = ok(invoke("ingest", str(corpus), "--metadata", str(overlay))).stdout
+    assert "1 metadata overlay source(s) match no document of this ingest" in text
+    assert "does/not/exist.md" in text and "quota.md" not in text.split("match no document")[1].split("\n")[0]
+    report = as_json(invoke("ingest", str(corpus), "--metadata", str(overlay), "--json"))
+    assert report["unmatched_overlay_sources"] == ["does/not/exist.md"]
+
+
 def test_ask_numbers_its_evidence_and_says_when_it_is_not_enough(invoke: Invoke, corpus: Path) -> None:
     """The final evidence had been listed as "[1] uri" with 1 the round it came from, read as a citation number;
     and evidence the loop ended without accepting was listed like an answer."""

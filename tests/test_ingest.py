@@ -314,6 +314,62 @@ def test_metadata_overlay_merges_into_provenance(make_engine: EngineFactory, wri
     assert (b.evidence_family, b.citation_uri) == ("from-overlay", "https://x.test/b")  # overlay beats rules
 
 
+def test_overlay_sources_that_match_no_document_are_reported(make_engine: EngineFactory,
+                                                               write_corpus: CorpusWriter, tmp_path: Path) -> None:
+    """A path typo in an overlay had silently dropped the restriction or citation it carried. A document that
+    failed to load is not a typo; a retry (a part of the corpus) reports nothing."""
+    corpus = write_corpus({**SMALL, "broken.md": b"\x00"})
+    overlay = tmp_path / "overlay.jsonl"
+    overlay.write_text("\n".join(json.dumps({"source": s, "access_labels": ["eng"]})
+                                 for s in ["a.md", "broken.md", "does/not/exist.md", "./b.md"]) + "\n")
+    engine = make_engine()
+    report = engine.ingest([corpus], metadata=overlay)
+    assert report.unmatched_overlay_sources == ("does/not/exist.md", "./b.md")
+    assert report.to_dict()["unmatched_overlay_sources"] == ["does/not/exist.md", "./b.md"]
+    assert chunks_of(engine, "a.md")[0].provenance.access_labels == ("eng",)  # the rest still applies
+    assert engine.ingest([corpus], metadata=overlay).unmatched_overlay_sources == ("does/not/exist.md", "./b.md")
+    assert engine.retry_dead_letters(metadata=overlay).unmatched_overlay_sources == ()
+
+
+def test_mistaken_provenance_is_a_warning_and_the_document_is_ingested(
+        make_engine: EngineFactory, write_corpus: CorpusWriter, tmp_path: Path) -> None:
+    """A misspelled field, a validity that holds at no instant and a citation that is no URI had all loaded
+    without a word. They stay documents (fail closed: never admitted, or cited as given), each with a warning
+    naming the key or value. The time check sees the overlay merged in; ordinary metadata is not flagged."""
+    corpus = write_corpus({
+        "typo.md": "---\naccess_label: [eng]\ncitation_uri: https://x.test/typo\n---\n# Typo\n\nterntypoword\n",
+        "camel.md": "---\ncitationURI: https://x.test/c\nsuperceded_by: new.md\n---\n# Camel\n\ncamelword\n",
+        "ebp.md": ("---\npublished_at: 2026-05-01T00:00:00Z\nexpires_at: 2026-01-01T00:00:00Z\n---\n"
+                   "# Ebp\n\nebpword\n"),
+        "uri.md": "---\ncitation_uri: not a url\n---\n# Uri\n\nuriword\n",
+        "hugo.md": ("---\ntitle: Hugo\ndescription: d\nweight: 3\nreviewers: [a]\ncontent_type: concept\n"
+                    "aliases: [/x/]\nlinkTitle: H\npublishDate: 2024-01-01\norder: 2\npublished: true\n"
+                    "min-kubernetes-server-version: v1.28\ncitation_uri: mailto:docs@x.test\n---\n"
+                    "# Hugo\n\nhugoword\n"),
+        "later.md": "---\nexpires_at: 2025-01-01T00:00:00Z\n---\n# Later\n\nlaterword\n",
+        "c.jsonl": '{"doc_id": "j", "text": "jsonlword", "ownr": "team"}\n',
+    })
+    overlay = tmp_path / "overlay.jsonl"
+    overlay.write_text('{"source": "later.md", "published_at": "2025-06-01T00:00:00Z"}\n', encoding="utf-8")
+    engine = make_engine()
+    report = engine.ingest([corpus], metadata=overlay)
+    assert report.dead_letters == () and engine.stats()["documents"] == 7
+    assert sorted((w.source, w.reason) for w in report.warnings) == [
+        ("camel.md", "citationURI: not a provenance field (did you mean citation_uri?)"),
+        ("camel.md", "superceded_by: not a provenance field (did you mean superseded_by?)"),
+        ("ebp.md", "expires_at 2026-01-01T00:00:00Z is not after published_at 2026-05-01T00:00:00Z: the gate "
+                   "admits it at no instant"),
+        ("j", "ownr: not a provenance field (did you mean owner?)"),
+        ("later.md", "expires_at 2025-01-01T00:00:00Z is not after published_at 2025-06-01T00:00:00Z: the gate "
+                     "admits it at no instant"),
+        ("typo.md", "access_label: not a provenance field (did you mean access_labels?)"),
+        ("uri.md", "citation_uri 'not a url' is not an absolute URI (scheme:..., e.g. https://host/path)"),
+    ]
+    assert report.to_dict()["warnings"][0] == {"source": report.warnings[0].source,
+                                               "reason": report.warnings[0].reason}
+    assert bm25(engine, "terntypoword") == ["typo.md"] and bm25(engine, "uriword") == ["uri.md"]
+
+
 # ---- re-ingest -------------------------------------------------------------------------------------------
 SMALL = {
     "a.md": "# Alpha\n\nAlpha service restarts nightly.\n",

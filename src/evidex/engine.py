@@ -160,17 +160,17 @@ class Engine:
             seen.update(keys)
             if not any(isinstance(i, LoadFailure) and i.source == letter.source for i in reloaded):
                 now_loading.append(letter.source)
-        return self._ingest(items, overlay, "dead-letter retry", progress, now_loading)
+        return self._ingest(items, overlay, "dead-letter retry", progress, now_loading, check_overlay=False)
 
     def _ingest(self, items: Iterable[Document | LoadFailure], overlay: Any, label: str,
                 progress: Progress | None, resolved: Sequence[str] = (), *, record_repeats: bool = True,
-                sync: bool = False) -> IngestReport:
+                sync: bool = False, check_overlay: bool = True) -> IngestReport:
         known = self.store.dead_letters()
         return ingest(self.store, lambda: self.embedder, items, chunking=self.config.chunking,
                       families=FamilyRules.from_config(self.config.families), overlay=overlay,
                       cache=self.embedding_cache, batch_size=self.config.embedding.batch_size, label=label,
                       known_dead_letters=known, resolved_dead_letters=resolved, progress=progress,
-                      record_repeats=record_repeats, sync=sync)
+                      record_repeats=record_repeats, sync=sync, check_overlay=check_overlay)
 
     # ---- search -------------------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, mode: RetrievalMode = RetrievalMode.HYBRID,
@@ -295,7 +295,8 @@ def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
     path = letter.path or letter.location
     file, line = _letter_file(letter)
     if line is not None and file.endswith(".jsonl"):
-        return [read_jsonl_line(Path(file), line, letter.source.rpartition(":")[0])]
+        item = read_jsonl_line(Path(file), line, letter.source.rpartition(":")[0])
+        return [] if item is None else [item]  # a blank or deleted line: nothing is left to retry
     if path.endswith(".jsonl"):  # the file could not be read at all: every line of it, now
         return list(iter_jsonl(Path(path), letter.source))
     if letter.source.endswith("/"):  # a directory that could not be listed ("sub/", or the full path of a root)
@@ -321,16 +322,19 @@ def _letter_target(letter: DeadLetter) -> Path:
 
 
 def _settled_letters(letters: Sequence[DeadLetter], roots: Sequence[str | Path], *, sync: bool) -> list[str]:
-    """The dead letters an ingest of `roots` settles unless it fails them again: a directory under them that
-    could not be listed (listed now, its documents load or fail on their own), and for a sync, a file deleted
-    from under them (nothing is left to retry)."""
+    """The dead letters an ingest of `roots` settles unless it fails them again (or fails the file or directory
+    they name): a directory under them that could not be listed (listed now, its documents load or fail on
+    their own), a line of a JSONL file under them (the file is read in full: the line loads, fails again, or is
+    blank or gone), and for a sync, a file deleted from under them (nothing is left to retry)."""
     under = [Path(r).absolute() for r in roots]
     out = []
     for letter in letters:
-        target = _letter_target(letter)
+        file, line = _letter_file(letter)
+        target = Path(file)
         if not target.is_absolute() or not any(r == target or r in target.parents for r in under):
             continue
-        if letter.source.endswith("/") or (sync and not target.exists()):
+        is_jsonl_line = line is not None and file.endswith(".jsonl") and target.is_file()
+        if letter.source.endswith("/") or is_jsonl_line or (sync and not target.exists()):
             out.append(letter.source)
     return out
 

@@ -70,6 +70,16 @@ class Document:
     fmt: str = "text"  # markdown | text (html is converted to markdown when loaded)
     body_start: int = 0  # where the body starts in `text` (after front matter)
     origin: str = ""  # where it was loaded from: a file, or FILE:LINE of a JSONL corpus
+    warnings: tuple[str, ...] = ()  # what its loader doubts (a key that looks like a misspelled provenance field)
+
+
+@dataclass(frozen=True)
+class IngestWarning:
+    """A written document whose provenance looks mistaken (a misspelled key, an impossible validity, a citation
+    that is no URI). It is ingested as it is: a warning, not a dead letter."""
+
+    source: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -174,8 +184,10 @@ class IngestReport:
     # written documents with no access label or no citation URI: the default gate never admits them
     without_labels_or_citation: tuple[str, ...] = ()
     retired_documents: tuple[str, ...] = ()  # live documents gone from the corpus of a sync ingest (doc ids)
-    resolved_dead_letters: tuple[str, ...] = ()  # letters this batch settled: loaded now, or their file deleted
+    resolved_dead_letters: tuple[str, ...] = ()  # letters this batch settled: loaded now, or their file or line gone
     sync_skipped: str = ""  # why a sync ingest retired nothing (a failure that names no document)
+    warnings: tuple[IngestWarning, ...] = ()  # written documents whose provenance looks mistaken
+    unmatched_overlay_sources: tuple[str, ...] = ()  # overlay sources no document of the ingest has (not applied)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -194,4 +206,6 @@ class IngestReport:
             "retired_documents": list(self.retired_documents),
             "resolved_dead_letters": list(self.resolved_dead_letters),
             "sync_skipped": self.sync_skipped,
+            "warnings": [{"source": w.source, "reason": w.reason} for w in self.warnings],
+            "unmatched_overlay_sources": list(self.unmatched_overlay_sources),
         }

@@ -16,7 +16,7 @@ from typing import Any
 
 from evidex.errors import IngestError
 from evidex.ingest.markdown import find_headings, split_front_matter
-from evidex.ingest.provenance import provenance_fields
+from evidex.ingest.provenance import misspelled_keys, provenance_fields
 from evidex.types import Document, Provenance
 
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
@@ -108,7 +108,7 @@ def _markdown_document(text: str, source: str, location: str) -> Document:
         h1 = [h for h in find_headings(text[body_start:]) if h.level == 1]
         title = h1[0].title if h1 else _stem_title(source)
     return Document(doc_id=source, source=source, title=title.strip(), text=text, provenance=provenance,
-                    fmt="markdown", body_start=body_start, origin=location)
+                    fmt="markdown", body_start=body_start, origin=location, warnings=tuple(misspelled_keys(fields)))
 
 
 def _stem_title(source: str) -> str:
@@ -145,20 +145,22 @@ def _decode_line(raw: bytes, n: int, location: str) -> str:
         raise IngestError(f"not UTF-8 text (byte {exc.start})", location=location) from None
 
 
-def read_jsonl_line(file: Path, line_number: int, name: str | None = None) -> Document | LoadFailure:
-    """Load one line of a JSONL corpus again (a dead-letter retry)."""
+def read_jsonl_line(file: Path, line_number: int, name: str | None = None) -> Document | LoadFailure | None:
+    """Load one line of a JSONL corpus again (a dead-letter retry). None: the line is blank or gone from its
+    file, so nothing is left to load (like a deleted file)."""
     location = f"{file}:{line_number}"
     source = f"{name or file.name}:{line_number}"
     try:
         with file.open("rb") as handle:
             for n, raw in enumerate(handle, start=1):
                 if n == line_number:
-                    return _jsonl_document(_decode_line(raw, n, location), location)
+                    line = _decode_line(raw, n, location)
+                    return _jsonl_document(line, location) if line.strip() else None
     except IngestError as exc:
         return LoadFailure(source, exc.reason, location, location)
     except OSError as exc:
         return LoadFailure(source, f"cannot read: {exc.strerror}", location, location)
-    return LoadFailure(source, "the line is gone from its file", location, location)
+    return None
 
 
 def _jsonl_document(line: str, location: str) -> Document:
@@ -182,7 +184,7 @@ def _jsonl_document(line: str, location: str) -> Document:
         raise IngestError("'source' must be a string", location=location)
     provenance = Provenance(**provenance_fields(item, location))
     return Document(doc_id=str(doc_id), source=source, title=title.strip(), text=text,
-                    provenance=provenance, fmt="text", origin=location)
+                    provenance=provenance, fmt="text", origin=location, warnings=tuple(misspelled_keys(item)))
 
 
 class _HtmlToMarkdown(HTMLParser):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from evidex.errors import IngestError
 from evidex.types import Provenance
@@ -15,6 +17,7 @@ from evidex.types import Provenance
 PROVENANCE_KEYS = frozenset(f.name for f in dataclasses.fields(Provenance))
 _TIME_KEYS = {"published_at", "expires_at"}
 _STR_KEYS = PROVENANCE_KEYS - _TIME_KEYS - {"access_labels"}
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 
 
 def parse_time(value: Any, key: str, location: str) -> datetime | None:
@@ -64,6 +67,52 @@ def provenance_fields(fields: Mapping[str, Any], location: str) -> dict[str, Any
                 raise IngestError(f"{key}: expected a string, got {type(value).__name__}", location=location)
             out[key] = None if value is None else str(value)
     return out
+
+
+def misspelled_keys(fields: Mapping[str, Any]) -> list[str]:
+    """Warnings for keys that are no provenance field but look like a misspelling of one (`access_label`,
+    `citationURI`, `superceded_by`): the field they meant is otherwise missing without a word. Keys far from
+    every field (title, weight, reviewers, Hugo's many) are ordinary metadata."""
+    out = []
+    for key in fields:
+        if not isinstance(key, str) or key in PROVENANCE_KEYS:
+            continue
+        name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).lower().replace("-", "_")  # accessLabels, access-labels
+        distance, field = min((_edit_distance(name, f), f) for f in PROVENANCE_KEYS)
+        if distance <= (1 if len(field) <= 5 else 2):  # "owner" is short: "order" or "other" are not typos of it
+            out.append(f"{key}: not a provenance field (did you mean {field}?)")
+    return out
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        diagonal, row[0] = row[0], i
+        for j, cb in enumerate(b, start=1):
+            diagonal, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, diagonal + (ca != cb))
+    return row[-1]
+
+
+def doubtful_values(p: Provenance) -> list[str]:
+    """What looks mistaken in merged provenance, though it loads: a validity that holds at no instant, a
+    citation URI that is not absolute (the gate would cite it as it is)."""
+    out = []
+    if p.published_at is not None and p.expires_at is not None and p.expires_at <= p.published_at:
+        out.append(f"expires_at {format_time(p.expires_at)} is not after published_at "
+                   f"{format_time(p.published_at)}: the gate admits it at no instant")
+    if p.citation_uri is not None and not is_absolute_uri(p.citation_uri):
+        out.append(f"citation_uri {p.citation_uri!r} is not an absolute URI (scheme:..., e.g. https://host/path)")
+    return out
+
+
+def is_absolute_uri(uri: str) -> bool:
+    try:
+        parts = urlsplit(uri)
+    except ValueError:  # "http://[::1" (an unclosed IPv6 host)
+        return False
+    return (bool(_SCHEME.fullmatch(parts.scheme)) and not any(c.isspace() for c in uri)
+            and len(uri) > len(parts.scheme) + 1 and (bool(parts.netloc) or parts.scheme not in ("http", "https")))
 
 
 def merge(base: Provenance, fields: Mapping[str, Any]) -> Provenance:

@@ -7,6 +7,7 @@ An unchanged document (same text, provenance and chunking) is skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -26,9 +27,9 @@ from evidex.errors import IngestError, StoreError
 from evidex.ingest.chunking import chunk_text
 from evidex.ingest.loaders import LoadFailure
 from evidex.ingest.markdown import clean
-from evidex.ingest.provenance import format_time, merge
+from evidex.ingest.provenance import doubtful_values, format_time, merge
 from evidex.stores.protocol import BatchWrite, DocumentWrite, Store, describe_model_mismatch
-from evidex.types import Chunk, DeadLetter, Document, IngestReport
+from evidex.types import Chunk, DeadLetter, Document, IngestReport, IngestWarning
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -89,14 +90,17 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
            chunking: ChunkingConfig, families: FamilyRules, overlay: Mapping[str, Mapping[str, Any]] | None,
            cache: EmbeddingCache | None, batch_size: int = 32, label: str = "",
            known_dead_letters: Iterable[DeadLetter] = (), resolved_dead_letters: Sequence[str] = (),
-           progress: Progress | None = None, record_repeats: bool = True, sync: bool = False) -> IngestReport:
+           progress: Progress | None = None, record_repeats: bool = True, sync: bool = False,
+           check_overlay: bool = True) -> IngestReport:
     """Ingest `items` as one batch. `embedder` is called only if something needs embedding.
     `sync=True`: `items` are the whole corpus, so a live document not among them (its file deleted) is retired
     in the same batch (a rollback restores it). A document that failed to load is not gone: it stays, and a
     failure that names no document (a bad JSONL line) retires nothing at all.
     `record_repeats=False`: failures already on record with the same reason make no batch by themselves
     (re-running an ingest over a folder with one broken file must not leave a batch that `rollback` would
-    undo instead of the last real change); they are still reported, and counted when a batch is made."""
+    undo instead of the last real change); they are still reported, and counted when a batch is made.
+    `check_overlay`: report the overlay's sources that no item has (a path typo drops their provenance); off when
+    `items` are only a part of what the overlay describes (a dead-letter retry)."""
     known_dead_letters = list(known_dead_letters)
     started = time.perf_counter()
     now = datetime.now(UTC).replace(microsecond=0)
@@ -111,9 +115,11 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     loaded_sources: set[str] = set()
     failed_ids: set[str] = set()
     unnamed: list[str] = []  # failures whose document is unknown
+    named: set[str] = set()  # every item's source, loaded or failed
     for n, item in enumerate(items, start=1):
         if progress is not None and n % 200 == 0:
             progress("load", n, 0)
+        named.add(item.source)
         if isinstance(item, LoadFailure):
             if item.doc_id is None:
                 unnamed.append(item.source)
@@ -177,9 +183,16 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
                                         vectors[offset:offset + len(doc_chunks)]))
             offset += len(doc_chunks)
     failed = {letter.source for letter in letters}
+    unread = tuple(letter.path for letter in letters if letter.path)  # a file or directory that failed whole
+    paths = {d.source: d.path for d in known_dead_letters}
     resolved = tuple(dict.fromkeys([*(d.source for d in known_dead_letters
                                       if d.source in loaded_sources or (d.path and d.path in loaded_sources)),
-                                    *(s for s in resolved_dead_letters if s not in failed)]))
+                                    *(s for s in resolved_dead_letters
+                                      if s not in failed and not _within(paths.get(s, ""), unread))]))
+    unlisted = tuple(s for s in named if s.endswith("/"))  # directories that could not be listed: files unseen
+    unmatched = tuple(s for s in (overlay or {}) if check_overlay and s not in named and not s.startswith(unlisted))
+    warnings = tuple(IngestWarning(d.source, reason) for d, _, _ in changed
+                     for reason in (*d.warnings, *doubtful_values(d.provenance)))
     on_record = {(d.source, d.reason) for d in known_dead_letters}
     news = letters if record_repeats else [d for d in letters if (d.source, d.reason) not in on_record]
     if writes or news or resolved:
@@ -193,7 +206,14 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         cached=total - computed, seconds=time.perf_counter() - started,
         without_labels_or_citation=tuple(d.source for d, _, _ in changed
                              if not d.provenance.access_labels or not d.provenance.citation_uri),
-        retired_documents=gone, sync_skipped=sync_skipped, resolved_dead_letters=resolved if batch_id else ())
+        retired_documents=gone, sync_skipped=sync_skipped, resolved_dead_letters=resolved if batch_id else (),
+        warnings=warnings, unmatched_overlay_sources=unmatched)
+
+
+def _within(path: str, unread: Sequence[str]) -> bool:
+    """Whether `path` (a file, a directory, or a JSONL file's "file:line") is one of `unread` or lies in one:
+    a letter there is not settled by a batch that could not read it."""
+    return bool(path) and any(path == u or path.startswith((f"{u}/", f"{u}:")) for u in unread)
 
 
 def _refuse_a_moved_root(gone: Sequence[str], loaded: set[str], existing: Mapping[str, str]) -> None:
@@ -227,4 +247,4 @@ def _with_metadata(doc: Document, overlay: Mapping[str, Mapping[str, Any]] | Non
             provenance = merge(provenance, {"evidence_family": family})
     if provenance is doc.provenance:
         return doc
-    return Document(doc.doc_id, doc.source, doc.title, doc.text, provenance, doc.fmt, doc.body_start)
+    return dataclasses.replace(doc, provenance=provenance)

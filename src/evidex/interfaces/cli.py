@@ -162,7 +162,14 @@ def _print_problems(report: IngestReport, gated: bool, live: set[str]) -> None:
                   f"{kept}", highlight=False)
     if report.resolved_dead_letters:
         names = report.resolved_dead_letters
-        out.print(f"  {len(names)} dead letter(s) resolved (loaded now, or the file was deleted): "
+        out.print(f"  {len(names)} dead letter(s) resolved (loaded now, or the file or JSONL line is gone): "
+                  f"{escape(', '.join(names[:5]) + (' ...' if len(names) > 5 else ''))}", highlight=False)
+    for warning in report.warnings:
+        out.print(f"  [yellow]warning[/] {escape(warning.source)}: {escape(warning.reason)}", highlight=False)
+    if report.unmatched_overlay_sources:
+        names = report.unmatched_overlay_sources
+        out.print(f"  [yellow]{len(names)} metadata overlay source(s) match no document of this ingest[/] (not "
+                  "applied: a source is the document's path under the folder ingested, or its JSONL 'source'): "
                   f"{escape(', '.join(names[:5]) + (' ...' if len(names) > 5 else ''))}", highlight=False)
     unadmittable = report.without_labels_or_citation
     if unadmittable and gated:
