@@ -459,3 +459,23 @@ def test_missing_pymilvus_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setitem(sys.modules, "pymilvus", None)
     with pytest.raises(BackendUnavailable, match=r"pip install -e '\.\[milvus\]'"):
         MilvusStore(str(tmp_path / "x.db"), dim=DIM)
+
+
+def test_a_lite_file_held_by_another_process_says_so(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """`evidex serve` holds its Milvus Lite file: an ingest beside it had printed milvus-lite's tracebacks and
+    blamed the package and the loopback interface."""
+    import subprocess
+
+    uri = str(tmp_path / "lite.db")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pymilvus import MilvusClient; MilvusClient(sys.argv[1]); "
+         "print('ready', flush=True); sys.stdin.read()", uri],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        capfd.readouterr()
+        with pytest.raises(StoreError, match="in use by another process"):
+            MilvusStore(uri, collection="held", dim=DIM)
+        assert "Traceback" not in capfd.readouterr().err
+    finally:
+        holder.communicate("", timeout=60)

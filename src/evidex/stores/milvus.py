@@ -24,7 +24,7 @@ source regex cannot be evaluated by Milvus: the live sources are read once per s
 Python, and the matching set is pushed down as `source in [...]` (or `not in`, whichever list is shorter),
 so filters still apply before the limit.
 
-This module is longer than the usual 300 lines (about 700): the schema, the crash-safe write protocol,
+This module is longer than the usual 300 lines (about 850): the schema, the crash-safe write protocol,
 its repair and the expression builder are one unit that can be read top to bottom; a split into a
 `stores/milvus/` package (schema, expression, store) is the next step if it grows.
 """
@@ -32,6 +32,7 @@ its repair and the expression builder are one unit that can be read top to botto
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import threading
@@ -165,16 +166,53 @@ def _is_local(uri: str) -> bool:
     return "://" not in uri and not uri.startswith("unix:")
 
 
+class _LiteStartError(logging.Filter):
+    """Keeps the error milvus-lite logs, with a traceback, when its server cannot start (pymilvus then raises
+    only "Open local milvus failed"), so the store can say in one line what went wrong."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.error: BaseException | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            self.error = record.exc_info[1]
+            return False
+        return True
+
+
+def _connect(uri: str, token: str | None) -> Any:
+    """A client on `uri`. A Milvus Lite file that another process holds (`evidex serve`, another ingest) is a
+    `StoreError` saying so; it had been a traceback and a hint about the package and the loopback interface."""
+    try:
+        from pymilvus import MilvusClient  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    except ImportError as exc:
+        raise BackendUnavailable(f"the milvus backend needs pymilvus: {INSTALL} ({exc})") from None
+    caught = _LiteStartError()
+    lite_log = logging.getLogger("milvus_lite.server_manager")
+    lite_log.addFilter(caught)
+    try:
+        return MilvusClient(uri=uri, token=token or "")
+    except Exception as exc:
+        if type(caught.error).__name__ == "DataDirLockedError":  # milvus-lite's; a server needs no milvus-lite
+            raise StoreError(f"the index at {uri} is in use by another process (a running `evidex serve` or "
+                             "`evidex mcp`, or another ingest): Milvus Lite lets one process open it at a time. "
+                             "Stop that process and try again, or keep the index on a Milvus server") from None
+        if caught.error is not None:
+            raise StoreError(f"cannot open the Milvus Lite index at {uri}: {caught.error}") from None
+        hint = " (Milvus Lite needs the milvus-lite package and a loopback interface)" if _is_local(uri) else ""
+        raise BackendUnavailable(f"cannot open Milvus at {uri}{hint}: {exc}") from None
+    finally:
+        lite_log.removeFilter(caught)
+
+
 class MilvusStore:
     """`Store` on one Milvus collection (plus its `_meta` companion). Thread-safe; one writer per index."""
 
     def __init__(self, uri: str, *, collection: str = "evidex", token: str | None = None, dim: int = 384,
                  title_weight: float = 1.0, ef_search: int = 128) -> None:
         try:
-            from pymilvus import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
-                MilvusClient,
-                MilvusException,
-            )
+            from pymilvus import MilvusException  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:
             raise BackendUnavailable(f"the milvus backend needs pymilvus: {INSTALL} ({exc})") from None
         self.is_lite = _is_local(uri)
@@ -187,11 +225,7 @@ class MilvusStore:
         self._error: type[Exception] = MilvusException
         self._lock = threading.RLock()
         self._sources: tuple[int, list[str]] = (-1, [])
-        try:
-            self._client = MilvusClient(uri=uri, token=token or "")
-        except Exception as exc:
-            hint = " (Milvus Lite needs the milvus-lite package and a loopback interface)" if self.is_lite else ""
-            raise BackendUnavailable(f"cannot open Milvus at {uri}{hint}: {exc}") from None
+        self._client = _connect(uri, token)
         self._call("open", self._open)
         self.repair()
 
