@@ -166,6 +166,19 @@ def _is_local(uri: str) -> bool:
     return "://" not in uri and not uri.startswith("unix:")
 
 
+def _location(config: Config) -> tuple[str, str]:
+    """The uri and collection `config.index` names: `uri` (empty = a Milvus Lite file `milvus.db` in the index
+    directory; a relative path resolves against the config file's directory) and `collection` (empty = derived
+    from the index path)."""
+    uri = config.index.uri
+    if not uri:
+        uri = str(config.index_dir / "milvus.db")  # resolved already: resolving it again had doubled the root
+    elif _is_local(uri) and not Path(uri).expanduser().is_absolute():
+        uri = str(Path(config.root) / uri)
+    name = getattr(config.index, "collection", "") or collection_name(Path(config.index.path).name)
+    return (str(Path(uri).expanduser()) if _is_local(uri) else uri), name
+
+
 class _LiteStartError(logging.Filter):
     """Keeps the error milvus-lite logs, with a traceback, when its server cannot start (pymilvus then raises
     only "Open local milvus failed"), so the store can say in one line what went wrong."""
@@ -206,6 +219,32 @@ def _connect(uri: str, token: str | None) -> Any:
         lite_log.removeFilter(caught)
 
 
+def missing_index(config: Config, *, token: str | None = None) -> str | None:
+    """What is missing when `config` names no existing index (the Milvus Lite file, or the collection), or None.
+    Read commands refuse a missing index: a mistyped --index, or a moved or copied index folder (whose derived
+    collection name changes with it), had silently answered from a new, empty collection."""
+    uri, name = _location(config)
+    if _is_local(uri) and not uri.endswith(".db"):
+        return None  # opening the store refuses the name with a ConfigError
+    if _is_local(uri) and not Path(uri).exists():
+        return f"no Milvus Lite file {uri}"
+    client = _connect(uri, token)
+    from pymilvus import MilvusException  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    try:
+        if client.has_collection(name) and client.has_collection(f"{name}_meta"):
+            return None
+        names = set(client.list_collections())
+    except MilvusException as exc:  # e.g. a damaged Milvus Lite file
+        raise StoreError(f"milvus open on collection {name!r} failed: {exc}") from None
+    finally:
+        client.close()
+    indexes = sorted(n for n in names if f"{n}_meta" in names)
+    shown = ", ".join(indexes[:5]) + (" ..." if len(indexes) > 5 else "")
+    found = f"it holds {shown}: set index.collection to use one" if indexes else "it holds none"
+    return f"no collection {name!r} at {uri} ({found})"
+
+
 class MilvusStore:
     """`Store` on one Milvus collection (plus its `_meta` companion). Thread-safe; one writer per index."""
 
@@ -231,17 +270,10 @@ class MilvusStore:
 
     @classmethod
     def from_config(cls, config: Config, *, token: str | None = None, dim: int = 384) -> MilvusStore:
-        """The store `config.index` names: `uri` (empty = a Milvus Lite file `milvus.db` in the index
-        directory; a relative path resolves against the config file's directory) and `collection` (empty =
-        derived from the index path). The token is passed in: only `evidex.config` reads the environment."""
-        uri = config.index.uri
-        if not uri:
-            uri = str(config.index_dir / "milvus.db")  # resolved already: resolving it again had doubled the root
-        elif _is_local(uri) and not Path(uri).expanduser().is_absolute():
-            uri = str(Path(config.root) / uri)
-        name = getattr(config.index, "collection", "") or collection_name(Path(config.index.path).name)
-        return cls(str(Path(uri).expanduser()) if _is_local(uri) else uri, collection=name, token=token,
-                   dim=dim, title_weight=config.retrieval.title_weight)
+        """The store `config.index` names (see `_location`). The token is passed in: only `evidex.config`
+        reads the environment."""
+        uri, name = _location(config)
+        return cls(uri, collection=name, token=token, dim=dim, title_weight=config.retrieval.title_weight)
 
     # ---- plumbing ---------------------------------------------------------------------------------------
     def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
