@@ -1,4 +1,5 @@
-"""The command line on a Milvus Lite index: what an operator sees when an index is missing or moved."""
+"""The command line on a Milvus Lite index: what an operator sees when an index is missing, moved, or was left
+half rolled back by a killed `evidex rollback`."""
 
 from __future__ import annotations
 
@@ -14,9 +15,14 @@ pytest.importorskip("milvus_lite")
 
 from typer.testing import CliRunner, Result
 
-from evidex.interfaces.cli import app
+from evidex.interfaces.cli import app, build_config
+from evidex.stores.milvus import MilvusStore
 
 Invoke = Callable[..., Result]
+
+
+class Crash(BaseException):
+    """Stands for the process dying (as in test_milvus_store)."""
 
 
 @pytest.fixture
@@ -67,3 +73,32 @@ def test_a_moved_milvus_index_names_the_collection_it_holds(invoke: Invoke, corp
     assert "no index at" in result.stderr and "no collection 'evidex_moved'" in result.stderr
     assert "evidex_idx" in result.stderr
     assert invoke("stats").exit_code == 0  # the original is untouched
+
+
+def test_rerunning_a_killed_rollback_undoes_one_batch(invoke: Invoke, corpus: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kill -9` during `evidex rollback`, then `evidex rollback` again (what an operator does): opening the
+    index completed the interrupted rollback, and the command then rolled back the batch before it as well."""
+    first = ingest(invoke, corpus)
+    (corpus / "quota.md").write_text("# Quotas\n\nA resource quota caps namespace CPU.\n", encoding="utf-8")
+    second = ingest(invoke, corpus)
+    store = MilvusStore.from_config(build_config(None, tmp_path / "idx"))
+
+    def killed(batch_id: str) -> None:
+        raise Crash(f"killed while rolling back {batch_id}")
+
+    monkeypatch.setattr(store, "_finish_rollback", killed)  # recorded as rolling-back, nothing undone yet
+    with pytest.raises(Crash):
+        store.rollback()
+    store.close()
+
+    result = invoke("rollback")
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert f"finished the interrupted rollback of batch {second}" in out
+    assert "no other batch was rolled back" in out and f"rolled back batch {first}" not in out
+    listing = invoke("batches").stdout
+    assert f"{first}  committed" in listing and f"{second}  rolled-back" in listing
+    stats = json.loads(invoke("stats").stdout)
+    assert (stats["documents"], stats["chunks"]) == (2, 2)
+    assert f"rolled back batch {first}" in " ".join(invoke("rollback").stdout.split())  # the next goes on

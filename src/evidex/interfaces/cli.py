@@ -273,8 +273,15 @@ def rollback_cmd(
     """Undo the last batch (or a named one) atomically, restoring what it replaced."""
     with open_engine(config, index) as engine:
         info = run(lambda: engine.rollback(batch_id))
-    out.print(f"rolled back batch [bold]{info.batch_id}[/] ({info.added} chunks removed, "
-              f"{_count(info.replaced + info.retired, 'document')} restored)")
+        finished = list(getattr(engine.store, "finished_rollbacks", ()))  # Milvus completes them on open
+    for done in finished:
+        out.print(f"finished the interrupted rollback of batch [bold]{done}[/]")
+    counts = f"{info.added} chunks removed, {_count(info.replaced + info.retired, 'document')} restored"
+    if info.batch_id in finished:
+        out.print(f"no other batch was rolled back ({info.batch_id}: {counts}); run `evidex rollback` again "
+                  "to undo the batch before it", highlight=False)
+        return
+    out.print(f"rolled back batch [bold]{info.batch_id}[/] ({counts})")
 
 
 @dead_letters_app.callback()

@@ -14,9 +14,10 @@ Milvus has no transactions, so a batch is written in an order that a crash can o
 the batch is recorded as `pending`, its rows are written as `pending:<batch>` (invisible), the rows it
 replaces are retired, its rows go live, and only then is it recorded as `committed`. A rollback is
 recorded as `rolling-back` before it changes anything. On open (and before every write) `repair` undoes
-what a `pending` batch wrote and completes a `rolling-back` one; every step is an idempotent upsert or
-delete, so repairing twice is harmless. Between two steps a concurrent reader can briefly see a replaced
-document with no live chunks; it never sees a half-written batch's new rows or a duplicate record id.
+what a `pending` batch wrote and completes a `rolling-back` one (which the next `rollback()` then reports
+instead of undoing another batch); every step is an idempotent upsert or delete, so repairing twice is
+harmless. Between two steps a concurrent reader can briefly see a replaced document with no live chunks;
+it never sees a half-written batch's new rows or a duplicate record id.
 One writer at a time (a lock in this process; run one ingest per index).
 
 Filters become Milvus boolean expressions (`_expression`); every string is quoted by `_literal`. A
@@ -264,6 +265,8 @@ class MilvusStore:
         self._error: type[Exception] = MilvusException
         self._lock = threading.RLock()
         self._sources: tuple[int, list[str]] = (-1, [])
+        self.finished_rollbacks: list[str] = []  # rollbacks a crash had interrupted that `repair` completed
+        self._owed_rollback: str | None = None  # the last of them, until a rollback or a commit follows
         self._client = _connect(uri, token)
         self._call("open", self._open)
         self.repair()
@@ -447,6 +450,7 @@ class MilvusStore:
         started = _now()
         with self._lock:
             state = self._writable_state()
+            self._owed_rollback = None  # this batch is the last one now
             self._check_batch(batch)
             model = model_after(state.get("embedding_model") or None, batch, self._is_empty)  # named at the commit
             added = sum(len(d.chunks) for d in batch.documents)
@@ -524,8 +528,14 @@ class MilvusStore:
                                  f"{row['record_id']!r} is live in document {row['doc_id']!r}")
 
     def rollback(self, batch_id: str | None = None) -> BatchInfo:
+        """Also: when `repair` completed an interrupted rollback (on open, or just now), undo nothing more
+        and return that batch unless `batch_id` names one. Re-running a rollback that was killed had undone
+        the batch before it as well, and so on until the index was empty."""
         with self._lock:
             self._writable_state()
+            owed, self._owed_rollback = self._owed_rollback, None
+            if batch_id is None and owed is not None:
+                return self._batch(owed)
             if batch_id is None:
                 committed = self._batch_rows('kind == "batch" and status == "committed"')
                 if not committed:
@@ -565,8 +575,8 @@ class MilvusStore:
                          "embedding_model": None if self._is_empty() else state.get("embedding_model")})
 
     def repair(self) -> list[str]:
-        """Finish what a crash interrupted: undo `pending` batches, complete `rolling-back` ones. Returns
-        the batch ids it touched."""
+        """Finish what a crash interrupted: undo `pending` batches, complete `rolling-back` ones (recorded in
+        `finished_rollbacks`, so that `rollback()` answers with them). Returns the batch ids it touched."""
         with self._lock:
             touched = []
             for row in self._batch_rows('kind == "batch" and status in ["pending", "rolling-back"]'):
@@ -574,6 +584,8 @@ class MilvusStore:
                 touched.append(batch_id)
                 if row["status"] == "rolling-back":
                     self._finish_rollback(batch_id)
+                    self.finished_rollbacks.append(batch_id)
+                    self._owed_rollback = batch_id
                     continue
                 self._mutate("delete", self.collection, filter=f"batch_id == {_literal(batch_id)}")
                 self._set_retired(self._rows(f"retired_by == {_literal(batch_id)}"), "")
