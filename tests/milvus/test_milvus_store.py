@@ -505,6 +505,30 @@ def test_a_commit_after_a_completed_rollback_is_the_next_to_roll_back(
     assert reopened.rollback().batch_id == "b3"
 
 
+@pytest.mark.parametrize("damage", ["segment deleted", "manifest truncated"])
+def test_a_damaged_lite_file_is_refused_not_read_as_empty(tmp_path: Path, damage: str) -> None:
+    """A lost data segment (or a manifest that falls back to an older one) had loaded as an empty index: `stats`
+    said 0 chunks while `batches` listed a committed batch of them, and every query answered from nothing."""
+    from milvus_lite.server_manager import server_manager_instance  # type: ignore[import-untyped]
+
+    uri = str(tmp_path / "lite.db")
+    store = MilvusStore(uri, collection="damaged", dim=DIM)
+    first_batch(store)
+    store.close()
+    server_manager_instance.release_server(uri)  # flushes the files and lets the next open read them
+    files = tmp_path / "lite.db" / "collections" / "damaged"
+    if damage == "segment deleted":
+        for segment in files.glob("partitions/*/data/*.parquet"):
+            segment.unlink()
+    else:
+        (files / "manifest.json").write_text('{"vers')
+    try:
+        with pytest.raises(StoreError, match=r"holds 0 chunk rows, but its committed batches wrote 3.*damaged"):
+            MilvusStore(uri, collection="damaged", dim=DIM)
+    finally:
+        server_manager_instance.release_server(uri)
+
+
 def test_a_lite_file_held_by_another_process_says_so(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """`evidex serve` holds its Milvus Lite file: an ingest beside it had printed milvus-lite's tracebacks and
     blamed the package and the loopback interface."""

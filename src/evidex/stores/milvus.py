@@ -16,8 +16,9 @@ replaces are retired, its rows go live, and only then is it recorded as `committ
 recorded as `rolling-back` before it changes anything. On open (and before every write) `repair` undoes
 what a `pending` batch wrote and completes a `rolling-back` one (which the next `rollback()` then reports
 instead of undoing another batch); every step is an idempotent upsert or delete, so repairing twice is
-harmless. Between two steps a concurrent reader can briefly see a replaced document with no live chunks;
-it never sees a half-written batch's new rows or a duplicate record id.
+harmless. It also checks that the stored rows number what the committed batches wrote (a damaged Lite file
+loses rows silently). Between two steps a concurrent reader can briefly see a replaced document with no
+live chunks; it never sees a half-written batch's new rows or a duplicate record id.
 One writer at a time (a lock in this process; run one ingest per index).
 
 Filters become Milvus boolean expressions (`_expression`); every string is quoted by `_literal`. A
@@ -595,7 +596,8 @@ class MilvusStore:
                 self._put_state({**state, "generation": int(state["generation"]) + 1})
             # A crash between a batch's commit point and the state update leaves `last` behind.
             state = self._state()
-            committed = self._batch_rows('kind == "batch" and status == "committed"')
+            batches = self._batch_rows()
+            committed = [r for r in batches if r["status"] == "committed"]
             last = committed[-1]["batch_id"] if committed else None
             if state["last"] != last:
                 body = json.loads(committed[-1]["body"]) if committed else {}
@@ -603,7 +605,26 @@ class MilvusStore:
                 model = body["embedding_model"] if "embedding_model" in body else state.get("embedding_model")
                 self._put_state({**state, "generation": int(state["generation"]) + 1, "last": last,
                                  "embedding_model": None if self._is_empty() else model})
+            self._check_stored(batches, state)
             return touched
+
+    def _check_stored(self, batches: list[dict[str, Any]], state: dict[str, Any]) -> None:
+        """Every row a committed batch wrote is kept (retired rows too) and a rollback deletes its batch's
+        rows, so the rows outside batches being written number the committed batches' `added`. A damaged
+        Milvus Lite file (a segment deleted, a manifest fallen back to an older one) loads with fewer rows or
+        fewer batch records, and had answered as an empty or partial index."""
+        if state.get("importing"):
+            return  # an import writes its rows before its batches; the import is resumed, then checked
+        busy = [str(r["batch_id"]) for r in batches if r["status"] in ("pending", "rolling-back")]
+        expected = sum(int(json.loads(r["body"])["added"]) for r in batches if r["status"] == "committed")
+        expr = f"batch_id not in {_literals(busy)}" if busy else 'pk != ""'
+        stored = int(self._query(self.collection, expr, ["count(*)"])[0]["count(*)"])
+        # Recounted only on a mismatch: another process's write between the reads changes its batch records.
+        if stored != expected and batches == self._batch_rows() and not self._state().get("importing"):
+            raise StoreError(f"collection {self.collection!r} holds {stored} chunk rows, but its committed "
+                             f"batches wrote {expected}: the index storage is damaged (a lost data segment or "
+                             "manifest?). Restore it from a backup or an `evidex export`, or ingest into a new "
+                             "index")
 
     # ---- reads ------------------------------------------------------------------------------------------
     def embedding_model(self) -> str | None:
