@@ -459,3 +459,91 @@ def test_missing_pymilvus_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setitem(sys.modules, "pymilvus", None)
     with pytest.raises(BackendUnavailable, match=r"pip install -e '\.\[milvus\]'"):
         MilvusStore(str(tmp_path / "x.db"), dim=DIM)
+
+
+def test_rolling_back_again_after_an_interrupted_rollback_undoes_nothing_more(
+        open_store: Callable[..., MilvusStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An operator re-runs a rollback that was killed: opening the index completes it, and the rollback had
+    then undone the batch before it too (run again and again, until the index was empty). A named batch is
+    still rolled back."""
+    reference = open_store()
+    first_batch(reference)
+    only_b1 = observe(reference)
+    for explicit in (None, "b1"):
+        store = open_store()
+        first_batch(store)
+        store.commit_batch(second_batch())
+        with monkeypatch.context() as patch:
+            crash_after(store, 1, patch)  # recorded as rolling-back, then killed
+            with pytest.raises(Crash):
+                store.rollback()
+        reopened = open_store(store.collection)
+        assert reopened.finished_rollbacks == ["b2"]
+        info = reopened.rollback(explicit)
+        if explicit is None:
+            assert (info.batch_id, info.status) == ("b2", "rolled-back")
+            seen = observe(reopened)
+            assert seen[:4] == only_b1[:4] and seen[5:] == only_b1[5:]  # [4]: the batches
+            assert reopened.rollback().batch_id == "b1"  # the next one goes on to the batch before
+        else:
+            assert info.batch_id == "b1"
+        assert [(b.batch_id, b.status) for b in reopened.batches()] == [("b1", "rolled-back"), ("b2", "rolled-back")]
+        assert reopened.stats()["chunks"] == 0
+
+
+def test_a_commit_after_a_completed_rollback_is_the_next_to_roll_back(
+        open_store: Callable[..., MilvusStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_store()
+    first_batch(store)
+    store.commit_batch(second_batch())
+    with monkeypatch.context() as patch:
+        crash_after(store, 1, patch)
+        with pytest.raises(Crash):
+            store.rollback()
+    reopened = open_store(store.collection)
+    reopened.commit_batch(batch("b3", document([make_chunk("D", 0, "delta")], [axis(5)])))
+    assert reopened.rollback().batch_id == "b3"
+
+
+@pytest.mark.parametrize("damage", ["segment deleted", "manifest truncated"])
+def test_a_damaged_lite_file_is_refused_not_read_as_empty(tmp_path: Path, damage: str) -> None:
+    """A lost data segment (or a manifest that falls back to an older one) had loaded as an empty index: `stats`
+    said 0 chunks while `batches` listed a committed batch of them, and every query answered from nothing."""
+    from milvus_lite.server_manager import server_manager_instance  # type: ignore[import-untyped]
+
+    uri = str(tmp_path / "lite.db")
+    store = MilvusStore(uri, collection="damaged", dim=DIM)
+    first_batch(store)
+    store.close()
+    server_manager_instance.release_server(uri)  # flushes the files and lets the next open read them
+    files = tmp_path / "lite.db" / "collections" / "damaged"
+    if damage == "segment deleted":
+        for segment in files.glob("partitions/*/data/*.parquet"):
+            segment.unlink()
+    else:
+        (files / "manifest.json").write_text('{"vers')
+    try:
+        with pytest.raises(StoreError, match=r"holds 0 chunk rows, but its committed batches wrote 3.*damaged"):
+            MilvusStore(uri, collection="damaged", dim=DIM)
+    finally:
+        server_manager_instance.release_server(uri)
+
+
+def test_a_lite_file_held_by_another_process_says_so(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """`evidex serve` holds its Milvus Lite file: an ingest beside it had printed milvus-lite's tracebacks and
+    blamed the package and the loopback interface."""
+    import subprocess
+
+    uri = str(tmp_path / "lite.db")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pymilvus import MilvusClient; MilvusClient(sys.argv[1]); "
+         "print('ready', flush=True); sys.stdin.read()", uri],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        capfd.readouterr()
+        with pytest.raises(StoreError, match="in use by another process"):
+            MilvusStore(uri, collection="held", dim=DIM)
+        assert "Traceback" not in capfd.readouterr().err
+    finally:
+        holder.communicate("", timeout=60)

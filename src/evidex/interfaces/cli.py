@@ -99,8 +99,16 @@ def open_engine(config: Path | None, index: Path | None, *, create: bool = False
 
 def require_index(cfg: Config) -> None:
     path = cfg.index_dir / INDEX_FILE
+    missing: str | None = None  # what is missing ("": the index file)
     if cfg.index.backend == "sqlite" and not path.is_file():
-        err.print(f"[bold red]error:[/] no index at {escape(str(cfg.index_dir))}: ingest documents first "
+        missing = ""
+    elif cfg.index.backend == "milvus":  # the Lite file, or the collection (a moved folder derives another name)
+        from evidex.stores.milvus import missing_index
+
+        missing = run(lambda: missing_index(cfg, token=cfg.milvus_token))
+    if missing is not None:
+        where = f"{cfg.index_dir} ({missing})" if missing else str(cfg.index_dir)
+        err.print(f"[bold red]error:[/] no index at {escape(where)}: ingest documents first "
                   "(evidex ingest DIR) or point --index / the config at an existing index",
                   highlight=False, soft_wrap=True)
         raise typer.Exit(2)
@@ -272,8 +280,15 @@ def rollback_cmd(
     """Undo the last batch (or a named one) atomically, restoring what it replaced."""
     with open_engine(config, index) as engine:
         info = run(lambda: engine.rollback(batch_id))
-    out.print(f"rolled back batch [bold]{info.batch_id}[/] ({info.added} chunks removed, "
-              f"{_count(info.replaced + info.retired, 'document')} restored)")
+        finished = list(getattr(engine.store, "finished_rollbacks", ()))  # Milvus completes them on open
+    for done in finished:
+        out.print(f"finished the interrupted rollback of batch [bold]{done}[/]")
+    counts = f"{info.added} chunks removed, {_count(info.replaced + info.retired, 'document')} restored"
+    if info.batch_id in finished:
+        out.print(f"no other batch was rolled back ({info.batch_id}: {counts}); run `evidex rollback` again "
+                  "to undo the batch before it", highlight=False)
+        return
+    out.print(f"rolled back batch [bold]{info.batch_id}[/] ({counts})")
 
 
 @dead_letters_app.callback()

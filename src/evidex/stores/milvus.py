@@ -14,9 +14,11 @@ Milvus has no transactions, so a batch is written in an order that a crash can o
 the batch is recorded as `pending`, its rows are written as `pending:<batch>` (invisible), the rows it
 replaces are retired, its rows go live, and only then is it recorded as `committed`. A rollback is
 recorded as `rolling-back` before it changes anything. On open (and before every write) `repair` undoes
-what a `pending` batch wrote and completes a `rolling-back` one; every step is an idempotent upsert or
-delete, so repairing twice is harmless. Between two steps a concurrent reader can briefly see a replaced
-document with no live chunks; it never sees a half-written batch's new rows or a duplicate record id.
+what a `pending` batch wrote and completes a `rolling-back` one (which the next `rollback()` then reports
+instead of undoing another batch); every step is an idempotent upsert or delete, so repairing twice is
+harmless. It also checks that the stored rows number what the committed batches wrote (a damaged Lite file
+loses rows silently). Between two steps a concurrent reader can briefly see a replaced document with no
+live chunks; it never sees a half-written batch's new rows or a duplicate record id.
 One writer at a time (a lock in this process; run one ingest per index).
 
 Filters become Milvus boolean expressions (`_expression`); every string is quoted by `_literal`. A
@@ -24,7 +26,7 @@ source regex cannot be evaluated by Milvus: the live sources are read once per s
 Python, and the matching set is pushed down as `source in [...]` (or `not in`, whichever list is shorter),
 so filters still apply before the limit.
 
-This module is longer than the usual 300 lines (about 700): the schema, the crash-safe write protocol,
+This module is longer than the usual 300 lines (about 850): the schema, the crash-safe write protocol,
 its repair and the expression builder are one unit that can be read top to bottom; a split into a
 `stores/milvus/` package (schema, expression, store) is the next step if it grows.
 """
@@ -32,6 +34,7 @@ its repair and the expression builder are one unit that can be read top to botto
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import threading
@@ -165,16 +168,92 @@ def _is_local(uri: str) -> bool:
     return "://" not in uri and not uri.startswith("unix:")
 
 
+def _location(config: Config) -> tuple[str, str]:
+    """The uri and collection `config.index` names: `uri` (empty = a Milvus Lite file `milvus.db` in the index
+    directory; a relative path resolves against the config file's directory) and `collection` (empty = derived
+    from the index path)."""
+    uri = config.index.uri
+    if not uri:
+        uri = str(config.index_dir / "milvus.db")  # resolved already: resolving it again had doubled the root
+    elif _is_local(uri) and not Path(uri).expanduser().is_absolute():
+        uri = str(Path(config.root) / uri)
+    name = getattr(config.index, "collection", "") or collection_name(Path(config.index.path).name)
+    return (str(Path(uri).expanduser()) if _is_local(uri) else uri), name
+
+
+class _LiteStartError(logging.Filter):
+    """Keeps the error milvus-lite logs, with a traceback, when its server cannot start (pymilvus then raises
+    only "Open local milvus failed"), so the store can say in one line what went wrong."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.error: BaseException | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            self.error = record.exc_info[1]
+            return False
+        return True
+
+
+def _connect(uri: str, token: str | None) -> Any:
+    """A client on `uri`. A Milvus Lite file that another process holds (`evidex serve`, another ingest) is a
+    `StoreError` saying so; it had been a traceback and a hint about the package and the loopback interface."""
+    try:
+        from pymilvus import MilvusClient  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    except ImportError as exc:
+        raise BackendUnavailable(f"the milvus backend needs pymilvus: {INSTALL} ({exc})") from None
+    caught = _LiteStartError()
+    lite_log = logging.getLogger("milvus_lite.server_manager")
+    lite_log.addFilter(caught)
+    try:
+        return MilvusClient(uri=uri, token=token or "")
+    except Exception as exc:
+        if type(caught.error).__name__ == "DataDirLockedError":  # milvus-lite's; a server needs no milvus-lite
+            raise StoreError(f"the index at {uri} is in use by another process (a running `evidex serve` or "
+                             "`evidex mcp`, or another ingest): Milvus Lite lets one process open it at a time. "
+                             "Stop that process and try again, or keep the index on a Milvus server") from None
+        if caught.error is not None:
+            raise StoreError(f"cannot open the Milvus Lite index at {uri}: {caught.error}") from None
+        hint = " (Milvus Lite needs the milvus-lite package and a loopback interface)" if _is_local(uri) else ""
+        raise BackendUnavailable(f"cannot open Milvus at {uri}{hint}: {exc}") from None
+    finally:
+        lite_log.removeFilter(caught)
+
+
+def missing_index(config: Config, *, token: str | None = None) -> str | None:
+    """What is missing when `config` names no existing index (the Milvus Lite file, or the collection), or None.
+    Read commands refuse a missing index: a mistyped --index, or a moved or copied index folder (whose derived
+    collection name changes with it), had silently answered from a new, empty collection."""
+    uri, name = _location(config)
+    if _is_local(uri) and not uri.endswith(".db"):
+        return None  # opening the store refuses the name with a ConfigError
+    if _is_local(uri) and not Path(uri).exists():
+        return f"no Milvus Lite file {uri}"
+    client = _connect(uri, token)
+    from pymilvus import MilvusException  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    try:
+        if client.has_collection(name) and client.has_collection(f"{name}_meta"):
+            return None
+        names = set(client.list_collections())
+    except MilvusException as exc:  # e.g. a damaged Milvus Lite file
+        raise StoreError(f"milvus open on collection {name!r} failed: {exc}") from None
+    finally:
+        client.close()
+    indexes = sorted(n for n in names if f"{n}_meta" in names)
+    shown = ", ".join(indexes[:5]) + (" ..." if len(indexes) > 5 else "")
+    found = f"it holds {shown}: set index.collection to use one" if indexes else "it holds none"
+    return f"no collection {name!r} at {uri} ({found})"
+
+
 class MilvusStore:
     """`Store` on one Milvus collection (plus its `_meta` companion). Thread-safe; one writer per index."""
 
     def __init__(self, uri: str, *, collection: str = "evidex", token: str | None = None, dim: int = 384,
                  title_weight: float = 1.0, ef_search: int = 128) -> None:
         try:
-            from pymilvus import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
-                MilvusClient,
-                MilvusException,
-            )
+            from pymilvus import MilvusException  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:
             raise BackendUnavailable(f"the milvus backend needs pymilvus: {INSTALL} ({exc})") from None
         self.is_lite = _is_local(uri)
@@ -187,27 +266,18 @@ class MilvusStore:
         self._error: type[Exception] = MilvusException
         self._lock = threading.RLock()
         self._sources: tuple[int, list[str]] = (-1, [])
-        try:
-            self._client = MilvusClient(uri=uri, token=token or "")
-        except Exception as exc:
-            hint = " (Milvus Lite needs the milvus-lite package and a loopback interface)" if self.is_lite else ""
-            raise BackendUnavailable(f"cannot open Milvus at {uri}{hint}: {exc}") from None
+        self.finished_rollbacks: list[str] = []  # rollbacks a crash had interrupted that `repair` completed
+        self._owed_rollback: str | None = None  # the last of them, until a rollback or a commit follows
+        self._client = _connect(uri, token)
         self._call("open", self._open)
         self.repair()
 
     @classmethod
     def from_config(cls, config: Config, *, token: str | None = None, dim: int = 384) -> MilvusStore:
-        """The store `config.index` names: `uri` (empty = a Milvus Lite file `milvus.db` in the index
-        directory; a relative path resolves against the config file's directory) and `collection` (empty =
-        derived from the index path). The token is passed in: only `evidex.config` reads the environment."""
-        uri = config.index.uri
-        if not uri:
-            uri = str(config.index_dir / "milvus.db")  # resolved already: resolving it again had doubled the root
-        elif _is_local(uri) and not Path(uri).expanduser().is_absolute():
-            uri = str(Path(config.root) / uri)
-        name = getattr(config.index, "collection", "") or collection_name(Path(config.index.path).name)
-        return cls(str(Path(uri).expanduser()) if _is_local(uri) else uri, collection=name, token=token,
-                   dim=dim, title_weight=config.retrieval.title_weight)
+        """The store `config.index` names (see `_location`). The token is passed in: only `evidex.config`
+        reads the environment."""
+        uri, name = _location(config)
+        return cls(uri, collection=name, token=token, dim=dim, title_weight=config.retrieval.title_weight)
 
     # ---- plumbing ---------------------------------------------------------------------------------------
     def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -381,6 +451,7 @@ class MilvusStore:
         started = _now()
         with self._lock:
             state = self._writable_state()
+            self._owed_rollback = None  # this batch is the last one now
             self._check_batch(batch)
             model = model_after(state.get("embedding_model") or None, batch, self._is_empty)  # named at the commit
             added = sum(len(d.chunks) for d in batch.documents)
@@ -458,8 +529,14 @@ class MilvusStore:
                                  f"{row['record_id']!r} is live in document {row['doc_id']!r}")
 
     def rollback(self, batch_id: str | None = None) -> BatchInfo:
+        """Also: when `repair` completed an interrupted rollback (on open, or just now), undo nothing more
+        and return that batch unless `batch_id` names one. Re-running a rollback that was killed had undone
+        the batch before it as well, and so on until the index was empty."""
         with self._lock:
             self._writable_state()
+            owed, self._owed_rollback = self._owed_rollback, None
+            if batch_id is None and owed is not None:
+                return self._batch(owed)
             if batch_id is None:
                 committed = self._batch_rows('kind == "batch" and status == "committed"')
                 if not committed:
@@ -499,8 +576,8 @@ class MilvusStore:
                          "embedding_model": None if self._is_empty() else state.get("embedding_model")})
 
     def repair(self) -> list[str]:
-        """Finish what a crash interrupted: undo `pending` batches, complete `rolling-back` ones. Returns
-        the batch ids it touched."""
+        """Finish what a crash interrupted: undo `pending` batches, complete `rolling-back` ones (recorded in
+        `finished_rollbacks`, so that `rollback()` answers with them). Returns the batch ids it touched."""
         with self._lock:
             touched = []
             for row in self._batch_rows('kind == "batch" and status in ["pending", "rolling-back"]'):
@@ -508,6 +585,8 @@ class MilvusStore:
                 touched.append(batch_id)
                 if row["status"] == "rolling-back":
                     self._finish_rollback(batch_id)
+                    self.finished_rollbacks.append(batch_id)
+                    self._owed_rollback = batch_id
                     continue
                 self._mutate("delete", self.collection, filter=f"batch_id == {_literal(batch_id)}")
                 self._set_retired(self._rows(f"retired_by == {_literal(batch_id)}"), "")
@@ -517,7 +596,8 @@ class MilvusStore:
                 self._put_state({**state, "generation": int(state["generation"]) + 1})
             # A crash between a batch's commit point and the state update leaves `last` behind.
             state = self._state()
-            committed = self._batch_rows('kind == "batch" and status == "committed"')
+            batches = self._batch_rows()
+            committed = [r for r in batches if r["status"] == "committed"]
             last = committed[-1]["batch_id"] if committed else None
             if state["last"] != last:
                 body = json.loads(committed[-1]["body"]) if committed else {}
@@ -525,7 +605,26 @@ class MilvusStore:
                 model = body["embedding_model"] if "embedding_model" in body else state.get("embedding_model")
                 self._put_state({**state, "generation": int(state["generation"]) + 1, "last": last,
                                  "embedding_model": None if self._is_empty() else model})
+            self._check_stored(batches, state)
             return touched
+
+    def _check_stored(self, batches: list[dict[str, Any]], state: dict[str, Any]) -> None:
+        """Every row a committed batch wrote is kept (retired rows too) and a rollback deletes its batch's
+        rows, so the rows outside batches being written number the committed batches' `added`. A damaged
+        Milvus Lite file (a segment deleted, a manifest fallen back to an older one) loads with fewer rows or
+        fewer batch records, and had answered as an empty or partial index."""
+        if state.get("importing"):
+            return  # an import writes its rows before its batches; the import is resumed, then checked
+        busy = [str(r["batch_id"]) for r in batches if r["status"] in ("pending", "rolling-back")]
+        expected = sum(int(json.loads(r["body"])["added"]) for r in batches if r["status"] == "committed")
+        expr = f"batch_id not in {_literals(busy)}" if busy else 'pk != ""'
+        stored = int(self._query(self.collection, expr, ["count(*)"])[0]["count(*)"])
+        # Recounted only on a mismatch: another process's write between the reads changes its batch records.
+        if stored != expected and batches == self._batch_rows() and not self._state().get("importing"):
+            raise StoreError(f"collection {self.collection!r} holds {stored} chunk rows, but its committed "
+                             f"batches wrote {expected}: the index storage is damaged (a lost data segment or "
+                             "manifest?). Restore it from a backup or an `evidex export`, or ingest into a new "
+                             "index")
 
     # ---- reads ------------------------------------------------------------------------------------------
     def embedding_model(self) -> str | None:
