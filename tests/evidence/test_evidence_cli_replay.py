@@ -102,6 +102,24 @@ def test_replay_names_the_path_of_the_first_difference(invoke: Invoke, saved: Pa
     assert "different at $.evidence[0].chunks[0].score" in flat(result.stdout)
 
 
+def _other_snapshot(data: dict[str, Any]) -> None:
+    data["index"]["snapshot_id"] = "g0-b20260101T000000-000000"  # as if saved before a rollback
+
+
+def test_replay_on_another_snapshot_with_the_same_decision_says_so(invoke: Invoke, saved: Path) -> None:
+    """A rollback (or a batch touching nothing the request reads) makes a new snapshot: replay had reported
+    "different" at the snapshot id alone. It still notes the snapshot, and still fails on a real difference."""
+    same = ok(invoke("replay", str(_edit(saved, _other_snapshot))))
+    assert "note: saved on snapshot g0-b20260101T000000-000000" in flat(same.stdout)
+    assert "identical but for the snapshot id" in flat(same.stdout)
+
+    def both(data: dict[str, Any]) -> None:
+        _other_snapshot(data)
+        _bump_score(data)
+
+    changed = invoke("replay", str(_edit(saved, both)))
+    assert changed.exit_code == 1 and "different at $.evidence[0].chunks[0].score" in flat(changed.stdout)
+
 def test_replay_of_an_edited_citation_exits_1(invoke: Invoke, saved: Path) -> None:
     def change(data: dict[str, Any]) -> None:
         data["evidence"][0]["chunks"][0]["citation"] = "https://elsewhere.example/#x"

@@ -440,6 +440,11 @@ def query_cmd(
         render_result(out, result)
 
 
+def _other_snapshot(result: dict[str, Any]) -> dict[str, Any]:
+    """`result` without its snapshot id (to compare decisions made on two snapshots)."""
+    return {**result, "index": {k: v for k, v in result["index"].items() if k != "snapshot_id"}}
+
+
 @app.command("replay")
 def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved with `query --json`")],
                config: ConfigOpt = None, index: IndexOpt = None) -> None:
@@ -451,17 +456,23 @@ def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved 
         err.print(f"[bold red]error:[/] {escape(str(result_file))} is not a saved evidex result ({escape(str(exc))})")
         raise typer.Exit(4) from None
     with open_engine(config, index) as engine:
-        snapshot, cfg_hash = engine.store.snapshot_id(), engine.config.hash()
         who = Principal.of(req["principal"]["name"], req["principal"]["labels"]) if req["principal"] else None
         plan = plan_from_dict(req["plan"]) if req.get("plan") else None
         fresh = run(lambda: engine.search_with_reasoning(req["query"], req["aspect_focus"], k=req["k"],
                                                          principal=who, retrieved_at=_instant(req["retrieved_at"]),
                                                          plan=plan))
-    if saved["index"]["snapshot_id"] != snapshot or saved["index"]["config_hash"] != cfg_hash:
+    snapshot, cfg_hash = fresh["index"]["snapshot_id"], fresh["index"]["config_hash"]
+    moved = saved["index"]["snapshot_id"] != snapshot
+    if moved or saved["index"]["config_hash"] != cfg_hash:
         out.print(f"[yellow]note:[/] saved on snapshot {saved['index']['snapshot_id']} / config "
                   f"{saved['index']['config_hash']}; now {snapshot} / {cfg_hash}")
     if decision_json(saved) == decision_json(fresh):
         out.print("identical: the same request on this snapshot gives the same decision, byte for byte")
+        return
+    if moved and decision_json(_other_snapshot(saved)) == decision_json(_other_snapshot(fresh)):
+        # A rollback, or a batch that changed nothing this request reads, makes a new snapshot: not a new decision.
+        out.print("identical but for the snapshot id: the index changed since, but not in anything this decision "
+                  "reads")
         return
     without_cost = [{k: v for k, v in r.items() if k != "cost"} for r in (saved, fresh)]
     out.print(f"[bold red]different[/] at {escape(first_difference(without_cost[0], without_cost[1]) or '?')}")
