@@ -258,6 +258,23 @@ def test_html_with_headings(make_engine: EngineFactory, write_corpus: CorpusWrit
     assert bm25(engine, "navword") == [] and bm25(engine, "scriptword") == [] and bm25(engine, "hidden") == []
 
 
+def test_html_headings_cite_the_ids_the_page_gives_them(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    """A rendered page's own ids are its exact anchors: `<h2 id="custom-id">` had been cited by a slug of its
+    title (#restore-steps), which the page does not have. A heading without an id keeps the slug."""
+    html = """
+        <html><head><title>Restore runbook</title></head><body>
+        <h2 id="custom-id">Restore steps</h2><p>Stop the writers, then restore the snapshot.</p>
+        <h3><a name="verify"></a>Verify it</h3><p>Compare the row counts with the audit table.</p>
+        <h2>Clean up</h2><p>Drop the temporary schema.</p>
+        </body></html>
+    """
+    engine = make_engine(chunking=NO_MERGE)
+    engine.ingest([write_corpus({"site/restore.html": html})])
+    chunks = chunks_of(engine)
+    assert [(c.citation_anchor, c.heading) for c in chunks] == [
+        ("custom-id", "Restore steps"), ("verify", "Verify it"), ("clean-up", "Clean up")]
+    assert "{#" not in " ".join(c.heading for c in chunks)  # the text keeps the line, as a markdown page does
+
 def test_plain_text(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
     corpus = write_corpus({"ops-notes.txt": "# not a heading in text\n\nPlain runbook notes.\n"})
     engine = make_engine()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -197,6 +198,7 @@ class _HtmlToMarkdown(HTMLParser):
         self.title = ""
         self._skipping: list[str] = []  # the skipped elements open now, innermost last
         self._in_title = False
+        self._heading_id: str | None = None  # inside a heading: the id the page gives it (None: no heading open)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "body":  # nothing skipped (an unclosed <head> or <nav>) can hold the body
@@ -209,6 +211,9 @@ class _HtmlToMarkdown(HTMLParser):
             return
         elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
             self.out.append("\n\n" + "#" * int(tag[1]) + " ")
+            self._heading_id = _html_id(attrs) or ""
+        elif self._heading_id == "":  # <h2><a id="restore"></a>Restore</h2>: the inner anchor names it
+            self._heading_id = _html_id(attrs) or ""
         elif tag in self._BLOCK:
             self.out.append("\n")
 
@@ -218,6 +223,10 @@ class _HtmlToMarkdown(HTMLParser):
         if tag == "title":
             self._in_title = False
         elif not self._skipping and ((len(tag) == 2 and tag[0] == "h") or tag in self._BLOCK):
+            if len(tag) == 2 and tag[0] == "h" and self._heading_id:  # cite the page's own anchor, not a slug
+                self.out.append(f" {{#{self._heading_id}}}")
+            if len(tag) == 2 and tag[0] == "h":
+                self._heading_id = None
             self.out.append("\n")
 
     def handle_data(self, data: str) -> None:
@@ -225,6 +234,14 @@ class _HtmlToMarkdown(HTMLParser):
             self.title += data
         elif not self._skipping:
             self.out.append(data)
+
+
+_HTML_ID = re.compile(r"[A-Za-z0-9_:.-]+")  # what a markdown heading's {#id} can carry
+
+
+def _html_id(attrs: list[tuple[str, str | None]]) -> str | None:
+    value = next((v for k, v in attrs if k in ("id", "name") and v), None)
+    return value if value is not None and _HTML_ID.fullmatch(value) else None
 
 
 def html_to_markdown(html: str) -> tuple[str, str]:
