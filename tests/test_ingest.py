@@ -165,6 +165,15 @@ def test_heading_anchors_and_fences() -> None:
         (2, "Custom", "my-id")]
 
 
+def test_setext_headings_are_headings_and_rules_lists_and_code_are_not() -> None:
+    """An underlined heading ("Install\n=======") had not been seen, so its section cited the heading above
+    it (a walkthrough). A rule after a blank line, a list item over dashes, text in a fence and an indented pair
+    (most often a list's code block) stay text."""
+    text = ("Intro.\n\nInstall steps\n=============\n\nRun it.\n\nVerify\n------\n\nCheck it.\n\n---\n\n"
+            "- item\n---\n\n```\nCode\n----\n```\n\n   Data\n   ====\n\n## Verify\n")
+    assert [(h.level, h.title, h.anchor) for h in find_headings(text)] == [
+        (1, "Install steps", "install-steps"), (2, "Verify", "verify"), (2, "Verify", "verify-1")]
+
 def test_heading_anchors_are_unique_within_a_document() -> None:
     text = "## Checks\n\n## Checks\n\n## Checks 1\n\n## Rollout {#rollout}\n\n## Rollout\n"
     anchors = [h.anchor for h in find_headings(text)]

@@ -27,6 +27,12 @@ _ATTR = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
 _SHORTCODE = re.compile(r"\{\{[<%].*?[>%]\}\}", re.S)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
+# A setext heading: one line of text after a blank line (or at the start), underlined with = (level 1) or -
+# (level 2). Not a list item, quote, table row, code fence or HTML line; "---" after a blank line is a rule.
+# Both lines start at the margin: an indented pair is most often in a list's code block, whose fence this
+# module does not see.
+_SETEXT = re.compile(r"(?:\A|(?<=\n\n))(?P<title>(?![\s\-*+>|<#`~]|\d+[.)]\s)[^\n]*\S[^\n]*)\n"
+                     r"(?P<line>=+|-+)[ \t]*$", re.M)
 _CUSTOM_ID = re.compile(r"\s*\{#([A-Za-z0-9_:.-]+)\}\s*$")
 _FENCE = re.compile(r"^(```|~~~)", re.M)
 
@@ -117,14 +123,16 @@ class Heading:
 
 
 def find_headings(text: str) -> list[Heading]:
-    """ATX headings outside fenced code, with the anchors a rendered site gives them."""
+    """ATX and setext headings outside fenced code, with the anchors a rendered site gives them."""
     fenced = _fenced_ranges(text)
     used: set[str] = set()
     headings = []
-    for m in _HEADING.finditer(text):
-        if any(a <= m.start() < b for a, b in fenced):
+    found = [(m.start(), len(m.group(1)), m.group(2)) for m in _HEADING.finditer(text)]
+    found += [(m.start(), 1 if m.group("line")[0] == "=" else 2, m.group("title").strip())
+              for m in _SETEXT.finditer(text)]
+    for start, level, raw in sorted(found):
+        if any(a <= start < b for a, b in fenced):
             continue
-        raw = m.group(2)
         custom = _CUSTOM_ID.search(raw)
         title = _CUSTOM_ID.sub("", raw).strip()
         anchor = custom.group(1) if custom else slugify(title)
@@ -134,7 +142,7 @@ def find_headings(text: str) -> list[Heading]:
                 n += 1
                 anchor = f"{base}-{n}"
         used.add(anchor)
-        headings.append(Heading(len(m.group(1)), _plain(title), anchor, m.start()))
+        headings.append(Heading(level, _plain(title), anchor, start))
     return headings
 
 
