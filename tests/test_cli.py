@@ -240,6 +240,28 @@ def test_a_damaged_index_file_is_a_one_line_error(invoke: Invoke, corpus: Path, 
         assert path.stat().st_size == 0  # nothing was written into it
 
 
+def test_a_locked_or_unwritable_database_is_not_called_damaged(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every sqlite3.DatabaseError had been reported as a damaged index, advising a restore: a lock held by
+    another process (or a full disk) is an OperationalError, and the file is fine."""
+    import sqlite3
+
+    import typer
+
+    from evidex.interfaces.cli import run
+
+    def locked() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    def malformed() -> None:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    for action, said, unsaid in ((locked, "another process may hold it", "damaged"),
+                                 (malformed, "damaged or not an evidex index", "another process")):
+        with pytest.raises(typer.Exit):
+            run(action)
+        message = " ".join(capsys.readouterr().err.split())
+        assert said in message and unsaid not in message, message
+
 def test_an_index_path_that_is_a_file_is_a_one_line_error(tmp_path: Path, corpus: Path) -> None:
     from typer.testing import CliRunner
 

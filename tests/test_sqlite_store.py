@@ -253,3 +253,86 @@ def test_scoped_bm25_is_fts5_bm25_when_every_record_is_readable(tmp_path: Path) 
                 assert [h.score for h in scoped] == pytest.approx([h.score for h in fts5], rel=1e-9)
     finally:
         store.close()
+
+
+def test_scoped_bm25_equals_fts5_on_the_readable_records_alone(tmp_path: Path) -> None:
+    """The reference: word rarity over what the reader may read is FTS5's own bm25() on an index holding only
+    those records. The restricted rows are as long as the readable ones on average, so the one statistic still
+    taken over every row (the average length) is the same in both."""
+    readable = ["key rotation schedule for vault service", "rotation of signing key every quarter",
+                "ceremony checklist for the security team", "on call paging policy and escalation",
+                "deploy pipeline stages and canary gates", "database backups run every single night",
+                "incident review template and its owners", "network policies isolate the team namespaces"]
+    restricted = ["rotation rotation vault signing key holder", "quorum envelope rotation ceremony key list"]
+    assert {len(t.split()) for t in readable + restricted} == {6}  # one length: the average is the same
+    mixed = SqliteStore(tmp_path / "mixed")
+    alone = SqliteStore(tmp_path / "alone")
+    mixed.commit_batch(batch("b1", *(_labelled(f"r{i}", t, "eng", i) for i, t in enumerate(readable)),
+                             *(_labelled(f"x{i}", t, "security", i) for i, t in enumerate(restricted))))
+    alone.commit_batch(batch("b1", *(_labelled(f"r{i}", t, "eng", i) for i, t in enumerate(readable))))
+    eng = SearchFilters(access_labels=("eng",))
+    try:
+        for query in ("key rotation", "vault signing ceremony", "rotation"):
+            scoped, reference = mixed.search_sparse(query, 10, eng), alone.search_sparse(query, 10)
+            assert [h.record_id for h in scoped] == [h.record_id for h in reference], query
+            assert [h.score for h in scoped] == pytest.approx([h.score for h in reference], rel=1e-9), query
+    finally:
+        mixed.close()
+        alone.close()
+
+
+def test_a_search_wider_than_its_readers_keeps_each_audiences_best(tmp_path: Path) -> None:
+    """A declared family's rescue searches every record with the reader's word statistics: restricted hits
+    that match better must not push readable ones out of the first `limit` (each audience gets its own)."""
+    holds = _rotation_store(tmp_path / "holds", "rotation rotation rotation key key vault")
+    lacks = _rotation_store(tmp_path / "lacks", "quokka quokka quokka marmot marmot wombat")
+    try:
+        for limit in (1, 2, 3):
+            spanning = holds.search_sparse("key rotation", limit, scope=("eng",))
+            assert "x#0" in [h.record_id for h in spanning]
+            readable = [h for h in spanning if h.record_id != "x#0"]
+            assert readable == lacks.search_sparse("key rotation", limit, scope=("eng",)), limit
+            assert len(readable) == limit
+    finally:
+        holds.close()
+        lacks.close()
+
+
+def test_the_word_cache_stays_within_its_bound_mid_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search that mixes a cached word with one that overflows the cache had lost the cached word when the
+    cache started over (KeyError): each search keeps what it read, and the cache never exceeds its bound."""
+    import evidex.stores.sqlite as sqlite_store
+
+    store = _rotation_store(tmp_path / "idx", "restricted words")
+    monkeypatch.setattr(sqlite_store, "_WORD_CACHE_ROWS", 3)
+    eng = SearchFilters(access_labels=("eng",))
+    try:
+        first = store.search_sparse("rotation", 10, eng)  # 3 rows: the cache is full
+        both = store.search_sparse("rotation key", 10, eng)  # "key" (3 rows) does not fit beside it
+        assert first and both and {h.record_id for h in first} <= {h.record_id for h in both}
+        assert store._word_cache_rows <= 3
+        assert store.search_sparse("rotation key", 10, eng) == both
+    finally:
+        store.close()
+
+
+def test_a_broad_filter_without_labels_ranks_as_filtering_every_match_would(store: SqliteStore) -> None:
+    """The broad-filter path (most records pass: rank the full-text index alone with room to spare, keep what
+    passes, else filter in SQL) now serves filters without access labels, such as validity at an instant; the
+    best matches are exactly the ones the filter removes."""
+    from datetime import UTC, datetime
+
+    docs = []
+    for i in range(60):
+        expired = i < 20
+        text = ("alpha " * (8 if expired else 1 + i % 3)) + f"filler {i}"
+        until = datetime(2020, 1, 1, tzinfo=UTC) if expired else None
+        chunk = make_chunk(f"d{i:02d}", 0, text, provenance=Provenance(access_labels=("eng",), expires_at=until))
+        docs.append(document([chunk], [axis(i % 8)]))
+    store.commit_batch(batch("b1", *docs))
+    everything = store.search_sparse("alpha", 1000)
+    assert [h.record_id for h in everything[:20]] == sorted(f"d{i:02d}#0" for i in range(20))
+    now = SearchFilters(valid_at=datetime(2026, 1, 1, tzinfo=UTC))
+    expected = [h for h in everything if int(h.record_id[1:3]) >= 20]
+    for limit in (1, 5, 19, 20, 21, 39, 40, 45, 100):
+        assert store.search_sparse("alpha", limit, now) == expected[:limit], limit

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evidex.errors import ConfigError
-from evidex.evidence.plan import terms
+from evidex.retrieval.lexical import tokens
 from evidex.types import FusionMode
 
 CONFIG_FILE = "evidex.toml"
@@ -375,7 +375,7 @@ def _shape_rules(raw: Any, where: str) -> tuple[ShapeRule, ...]:
             except re.error as exc:
                 raise ConfigError(f"{where}: {key}.patterns: invalid regex {p!r}: {exc}") from None
         for keyword in keywords:
-            if not terms(keyword):
+            if not tokens(keyword):
                 raise ConfigError(f"{where}: {key}.keywords: {keyword!r} has no searchable word (only stopwords "
                                   "or punctuation), so every question would hold it")
         min_keywords = item.get("min_keywords", 2)

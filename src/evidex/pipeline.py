@@ -246,7 +246,8 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             # Then the lead of each aspect nothing met: kept like evidence (through grading too), never
             # counted as covering the aspect (the family statuses come from the plan alone).
             admitted_ids = {c.chunk.record_id for c in admitted}
-            lead_families = [RequiredFamily(LEAD_OBLIGATION + name, rescue_query="", record_ids=(record_id,))
+            lead_families = [RequiredFamily(LEAD_OBLIGATION + name, rescue_query="", record_ids=(record_id,),
+                                            lead=True)
                              for name, record_id in leads.items() if record_id in admitted_ids]
             selection = reserve(admitted, [*plan.families, *hop, *lead_families], k, ev.max_per_doc)
             selected = list(selection.chunks)

@@ -151,14 +151,15 @@ def test_grade_keeps_a_family_of_chosen_records_only_those() -> None:
     another noise chunk is not, and a chunk outside a terms-based family's records gains nothing by this."""
     lead = cand(make_chunk("lead", "leases lock shared resources"), 0.05)
     noise = cand(make_chunk("n", "gardening"), 0.05)
-    chosen = RequiredFamily("(lead) lock permissions", "", record_ids=("lead",))
+    chosen = RequiredFamily("(lead) lock permissions", "", record_ids=("lead",), lead=True)
     assert supports(lead, chosen, T) and not supports(noise, chosen, T)
     graded = grade([lead, noise], [lead, noise], [chosen], k=5, t=T)
     assert ids(graded.chunks) == ["lead"] and graded.removed == ("n",)
-    # A family with terms of its own is still tested by them: knowing the record does not validate noise.
+    # Any other family is still tested: knowing the record (a caller's plan, a name) does not validate noise.
     named = RequiredFamily("lock permissions", "lock permissions", aspect_terms=("lock", "permission"),
                            record_ids=("n",))
     assert not supports(noise, named, T)
+    assert not supports(noise, RequiredFamily("records only", "", record_ids=("n",)), T)
 
 def test_grade_protects_the_member_reserve_chose_not_the_first_one() -> None:
     """Two chunks meet an aspect; reserve took the one covering it most. Grading must keep that one, not

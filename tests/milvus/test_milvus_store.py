@@ -547,3 +547,28 @@ def test_a_lite_file_held_by_another_process_says_so(tmp_path: Path, capfd: pyte
         assert "Traceback" not in capfd.readouterr().err
     finally:
         holder.communicate("", timeout=60)
+
+
+def test_the_snapshot_id_moves_before_a_batch_or_rollback_touches_rows(open_store: Callable[..., MilvusStore],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search that runs while a batch's rows change (its upsert, retirements, a rollback's deletes) must read a
+    different snapshot id before and after it, or `Engine.run` would name a snapshot that never existed: the
+    generation had moved only at the end, so one wholly inside that window read the same id twice."""
+    store = open_store()
+    first_batch(store)
+    seen: list[str] = []
+    real = store._mutate
+
+    def mutate(op: str, collection: str, **kwargs: Any) -> None:
+        if collection == store.collection:  # a write to the rows a search reads
+            seen.append(store.snapshot_id())
+        real(op, collection, **kwargs)
+
+    for change in (lambda: store.commit_batch(second_batch()), lambda: store.rollback()):
+        before = store.snapshot_id()
+        seen.clear()
+        with monkeypatch.context() as patch:
+            patch.setattr(store, "_mutate", mutate)
+            change()
+        assert seen and before not in seen  # every row write happens after the id moved...
+        assert store.snapshot_id() not in seen  # ...and the finished change moves it again

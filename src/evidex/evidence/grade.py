@@ -48,14 +48,13 @@ class Graded:
 
 def supports(c: Candidate, family: RequiredFamily, t: GradeThresholds) -> bool:
     """Validated evidence for a family: a member that is not noise for the question, one that answers the
-    family's own rescue query (its obligation) on at least a third of the query's terms, or, for a family
-    made only of chosen records, one of those."""
+    family's own rescue query (its obligation) on at least a third of the query's terms, or a lead's record."""
     if not family.matches(c.chunk):
         return False
     if grade_of(c, t) is not Grade.INCORRECT:
         return True
-    if not family.aspect_terms and not family.is_store_filterable and c.chunk.record_id in family.record_ids:
-        return True  # a family of chosen records only (the lead kept for an aspect nothing met): nothing to test
+    if family.lead and c.chunk.record_id in family.record_ids:
+        return True  # the lead kept for an aspect nothing met: the best there is, whatever its score
     wanted = terms(family.rescue_query)
     have, _ = chunk_terms(c.chunk)
     return bool(wanted) and sum(1 for w in wanted if w in have) / len(wanted) >= 1 / 3

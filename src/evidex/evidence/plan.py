@@ -148,6 +148,7 @@ class RequiredFamily:
     min_term_share: float = _MIN_TERM_SHARE
     entity: bool = False  # the aspect is a name (not a phrase): a page titled by it is its best evidence
     verbatim: bool = False  # the aspect is an identifier: only a chunk holding it whole meets it
+    lead: bool = False  # the lead kept for an aspect nothing met (see `rescue`): kept whatever its grade
 
     def matches(self, chunk: Chunk) -> bool:
         return self.match_score(chunk) >= self.min_term_share
@@ -195,6 +196,8 @@ class RequiredFamily:
             d["entity"] = True
         if self.verbatim:
             d["verbatim"] = True
+        if self.lead:
+            d["lead"] = True
         return d
 
 
@@ -487,7 +490,8 @@ def plan_from_dict(data: dict[str, Any]) -> EvidencePlan:
                        source_regex=f.get("source_regex"), doc_ids=tuple(f.get("doc_ids", ())),
                        aspect_terms=tuple(f.get("aspect_terms", ())), record_ids=tuple(f.get("record_ids", ())),
                        min_term_share=float(f.get("min_term_share", _MIN_TERM_SHARE)),
-                       entity=bool(f.get("entity", False)), verbatim=bool(f.get("verbatim", False)))
+                       entity=bool(f.get("entity", False)), verbatim=bool(f.get("verbatim", False)),
+                       lead=bool(f.get("lead", False)))
         for f in data.get("families", ()))
     return EvidencePlan(families=families, aspects=tuple(data.get("aspects", ())),
                         source=PlanSource(data.get("source", "caller")), shape=data.get("shape"),

@@ -64,6 +64,11 @@ def run(action: Callable[[], T]) -> T:
         code = next((c for cls, c in EXIT_CODES.items() if isinstance(exc, cls)), 1)
         err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         raise typer.Exit(code) from None
+    except sqlite3.OperationalError as exc:  # locked, disk full, read-only: the file itself is fine
+        err.print(f"[bold red]error:[/] a database could not be used ({escape(str(exc))}): another process may "
+                  "hold it (an ingest), or its disk is full or read-only", highlight=False, markup=True,
+                  soft_wrap=True)
+        raise typer.Exit(1) from None
     except sqlite3.DatabaseError as exc:  # a damaged index file, found wherever it is first read
         err.print(f"[bold red]error:[/] the index database is damaged or not an evidex index ({escape(str(exc))}): "
                   "restore it from a backup or an `evidex export`, or ingest into a new index",

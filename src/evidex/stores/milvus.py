@@ -480,7 +480,9 @@ class MilvusStore:
                 seq += 1
                 event_rows.append(self._event_row(event, seq))
             try:
-                self._put_state({**state, "seq": seq})  # 0. reserve sequence numbers (scans stop at seq)
+                # 0. reserve sequence numbers (scans stop at seq), and move the generation: a search that overlaps
+                # steps 3-5 sees rows of a half-applied batch, so its snapshot id must differ before and after.
+                self._put_state({**state, "seq": seq, "generation": int(state["generation"]) + 1})
                 self._put_meta([self._batch_row(pending, batch_seq)])  # 1. intent: repair undoes from here on
                 if event_rows:
                     self._put_meta(event_rows)  # 2. counted only once the batch is committed
@@ -491,7 +493,7 @@ class MilvusStore:
                 info = BatchInfo(batch.batch_id, started, _now(), "committed", added, replaced, batch.unchanged,
                                  len(batch.dead_letters), batch.label, retired)
                 self._put_meta([self._batch_row(info, batch_seq, model)])  # 6. the commit point
-                self._put_state({**state, "seq": seq, "generation": int(state["generation"]) + 1,
+                self._put_state({**state, "seq": seq, "generation": int(state["generation"]) + 2,
                                  "last": batch.batch_id, "embedding_model": model})
             except Exception as exc:
                 try:
@@ -560,6 +562,8 @@ class MilvusStore:
                 raise StoreError(f"batch {batch_id!r} cannot be rolled back alone: later batch(es) "
                                  f"{', '.join(sorted(later))} replaced its documents; roll those back first")
             self._put_meta([{**rows[0], "status": "rolling-back"}])  # from here on repair completes it
+            state = self._state()  # the generation moves before the rows do, as for a commit
+            self._put_state({**state, "generation": int(state["generation"]) + 1})
             self._finish_rollback(batch_id)
         return self._batch(batch_id)
 

@@ -70,7 +70,8 @@ class Store(Protocol):
                       title_only: bool = False, scope: tuple[str, ...] | None = None) -> list[ScoredId]:
         """BM25 over title and text (or the title alone), best first (higher score is better). The words'
         rarity is taken over the records carrying one of the `scope` labels (default: the filter's access
-        labels; neither: every record), so what a requester may not read cannot move what they see."""
+        labels; neither: every record), so what a requester may not read cannot move what they see. A search
+        wider than its scope returns up to `limit` hits inside it and up to `limit` outside."""
         ...
 
     def batches(self) -> list[BatchInfo]:

@@ -125,8 +125,9 @@ def row_to_chunk(row: sqlite3.Row) -> Chunk:
 
 
 def _fts5_idf(rows: int, hits: int) -> float:
-    """FTS5's bm25() idf of a word `hits` of `rows` rows hold (floored at 1e-6, as FTS5 does)."""
-    return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
+    """FTS5's bm25() idf of a word `hits` of `rows` rows hold (1e-6 where it is not positive, as FTS5 does)."""
+    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0 else 1e-6
 
 
 def _significant(values: npt.NDArray[np.float64], digits: int) -> npt.NDArray[np.float64]:
@@ -452,7 +453,11 @@ class SqliteStore:
         # Dividing out FTS5's idf leaves rounding noise that depends on every record's words: ten significant
         # digits keep it out of the scores and out of the order of ties.
         scores[keep] = _significant(scores[keep], 10)
-        best = keep[np.lexsort((index.rowids[keep], -scores[keep]))][:limit]
+        ranked = keep[np.lexsort((index.rowids[keep], -scores[keep]))]
+        # A search wider than the readers (a declared family's rescue) takes up to `limit` of each audience:
+        # cut together, restricted hits would push readable ones out of the result.
+        best = np.concatenate([ranked[readable[ranked]][:limit], ranked[~readable[ranked]][:limit]])
+        best = best[np.lexsort((index.rowids[best], -scores[best]))]
         return [ScoredId(index.ids[i], float(scores[i])) for i in best]
 
     def _word_matches(self, words: Sequence[str], generation: int) -> list[WordMatches] | None:
@@ -463,7 +468,8 @@ class SqliteStore:
             if self._word_cache_generation != generation:
                 self._word_cache.clear()
                 self._word_cache_rows = 0
-            missing = [w for w in words if w not in self._word_cache]
+            found = {w: self._word_cache[w] for w in words if w in self._word_cache}
+            missing = [w for w in words if w not in found]
             if missing:
                 self._fts.execute("BEGIN")
                 try:
@@ -478,17 +484,21 @@ class SqliteStore:
                             f"WHERE records_fts MATCH ?) SELECT group_concat(r, ' '), "
                             f"group_concat(printf('%.17g', s), ' ') FROM m",
                             (self.title_weight, w)).fetchone()
-                        found = (np.array((ids or "").split(), dtype=np.int64),
-                                 -np.array((raw or "").split(), dtype=np.float64))
-                        if self._word_cache_rows + len(found[0]) > _WORD_CACHE_ROWS:
-                            self._word_cache.clear()
-                            self._word_cache_rows = 0
-                        self._word_cache[w] = found
-                        self._word_cache_rows += len(found[0])
+                        found[w] = (np.array((ids or "").split(), dtype=np.int64),
+                                    -np.array((raw or "").split(), dtype=np.float64))
                 finally:
                     self._fts.execute("COMMIT")
+                # Kept within the bound: a full cache starts over (this search keeps what it read either way).
                 self._word_cache_generation = generation
-            return [self._word_cache[w] for w in words]
+                for w in missing:
+                    rows = len(found[w][0])
+                    if self._word_cache_rows + rows > _WORD_CACHE_ROWS:
+                        self._word_cache.clear()
+                        self._word_cache_rows = 0
+                    if rows <= _WORD_CACHE_ROWS:
+                        self._word_cache[w] = found[w]
+                        self._word_cache_rows += rows
+            return [found[w] for w in words]
 
     def _ranked_matches(self, match: str, limit: int) -> list[ScoredId]:
         """The best `limit` matches: the full-text index ranks alone, then the few winners' ids are fetched."""
