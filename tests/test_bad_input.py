@@ -283,6 +283,8 @@ def test_html_without_a_closing_head_keeps_its_body(make_engine: EngineFactory, 
     '{"source": "good.md", "access_labels": 5}',  # ill-typed field
     '{"source": "good.md", "published_at": "last tuesday"}',
     '{"source": "a.md", "owner": "dup"}',  # duplicate entry
+    '{"source": "good.md", "access_label": ["security-team"]}',  # a misspelled field: the restriction was dropped
+    '{"source": "good.md", "citationURI": "https://kb.example/good"}',
 ])
 def test_a_malformed_overlay_line_stops_the_run_before_anything_is_written(
         make_engine: EngineFactory, write_corpus: CorpusWriter, tmp_path: Path, bad_line: str) -> None:

@@ -138,5 +138,10 @@ def load_overlay(path: Path) -> dict[str, dict[str, Any]]:
             raise IngestError("each overlay line must be an object with a string 'source'", location=location)
         if item["source"] in overlay:
             raise IngestError(f"duplicate overlay entry for source {item['source']!r}", location=location)
+        # An overlay exists to set provenance: a misspelled field (its restriction or citation silently dropped)
+        # is an error in it, as a bad date is, not a warning about one document.
+        misspelled = misspelled_keys({k: v for k, v in item.items() if k != "source"})
+        if misspelled:
+            raise IngestError("; ".join(misspelled), location=location)
         overlay[item["source"]] = provenance_fields(item, location)
     return overlay
