@@ -262,15 +262,19 @@ def test_a_locked_or_unwritable_database_is_not_called_damaged(capsys: pytest.Ca
         message = " ".join(capsys.readouterr().err.split())
         assert said in message and unsaid not in message, message
 
+
 def test_an_index_path_that_is_a_file_is_a_one_line_error(tmp_path: Path, corpus: Path) -> None:
+    """For ingest and for the read commands alike (a read command had said "no index at ...: ingest first")."""
     from typer.testing import CliRunner
 
     from evidex.interfaces.cli import app
 
     (tmp_path / "afile").write_text("x", encoding="utf-8")
-    result = CliRunner().invoke(app, ["ingest", str(corpus), "--index", str(tmp_path / "afile")])
-    assert result.exit_code != 0 and "is a file, not an index folder" in result.stderr
-    assert not isinstance(result.exception, FileExistsError)
+    for args in (["ingest", str(corpus)], ["query", "how do I rotate keys?"], ["stats"]):
+        result = CliRunner().invoke(app, [*args, "--index", str(tmp_path / "afile")])
+        assert result.exit_code != 0 and "is a file, not an index folder" in result.stderr, args
+        assert isinstance(result.exception, SystemExit), args
+
 
 def test_ingest_names_the_documents_the_gate_will_never_admit(tmp_path: Path) -> None:
     """A page without access_labels (access fails closed) or without a citation URI is stored but never

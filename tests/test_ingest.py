@@ -275,13 +275,14 @@ def test_html_headings_cite_the_ids_the_page_gives_them(make_engine: EngineFacto
         <h2 id="custom-id">Restore steps</h2><p>Stop the writers, then restore the snapshot.</p>
         <h3><a name="verify"></a>Verify it</h3><p>Compare the row counts with the audit table.</p>
         <h2>Clean up</h2><p>Drop the temporary schema.</p>
+        <h2 id="Überblick">Überblick</h2><p>An HTML5 id may be any letters.</p>
         </body></html>
     """
     engine = make_engine(chunking=NO_MERGE)
     engine.ingest([write_corpus({"site/restore.html": html})])
     chunks = chunks_of(engine)
     assert [(c.citation_anchor, c.heading) for c in chunks] == [
-        ("custom-id", "Restore steps"), ("verify", "Verify it"), ("clean-up", "Clean up")]
+        ("custom-id", "Restore steps"), ("verify", "Verify it"), ("clean-up", "Clean up"), ("Überblick", "Überblick")]
     assert "{#" not in " ".join(c.heading for c in chunks)  # the text keeps the line, as a markdown page does
 
 def test_plain_text(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:

@@ -103,7 +103,10 @@ def test_replay_names_the_path_of_the_first_difference(invoke: Invoke, saved: Pa
 
 
 def _other_snapshot(data: dict[str, Any]) -> None:
-    data["index"]["snapshot_id"] = "g0-b20260101T000000-000000"  # as if saved before a rollback
+    """As if saved before a rollback: the snapshot id in both places a result keeps it (a walkthrough found the
+    second one, `retrieval_metadata.index_snapshot`, still reported as the difference)."""
+    data["index"]["snapshot_id"] = "g0-b20260101T000000-000000"
+    data["retrieval_metadata"]["index_snapshot"] = "g0-b20260101T000000-000000"
 
 
 def test_replay_on_another_snapshot_with_the_same_decision_says_so(invoke: Invoke, saved: Path) -> None:
@@ -119,6 +122,18 @@ def test_replay_on_another_snapshot_with_the_same_decision_says_so(invoke: Invok
 
     changed = invoke("replay", str(_edit(saved, both)))
     assert changed.exit_code == 1 and "different at $.evidence[0].chunks[0].score" in flat(changed.stdout)
+
+def test_replay_after_a_batch_and_its_rollback_is_identical_but_for_the_snapshot(invoke: Invoke, saved: Path,
+                                                                                 tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "lunch.md").write_text("---\naccess_labels: [engineering-read]\ncitation_uri: https://x.example/l\n"
+                                    "---\n# Lunch\n\nSoup on Fridays.\n", encoding="utf-8")
+    ok(invoke("ingest", str(extra)))
+    ok(invoke("rollback"))
+    result = ok(invoke("replay", str(saved)))
+    assert "note: saved on snapshot" in flat(result.stdout)
+    assert "identical but for the snapshot id" in flat(result.stdout)
 
 def test_replay_of_an_edited_citation_exits_1(invoke: Invoke, saved: Path) -> None:
     def change(data: dict[str, Any]) -> None:

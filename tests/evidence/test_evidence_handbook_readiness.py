@@ -242,6 +242,12 @@ def test_admitted_evidence_names_its_successor_unless_it_is_restricted(
 
         assert named(ENGINEER) == {engineer_sees}
         assert named(SECURITY) == {successor}
+        console = Console(record=True, width=200)
+        render_result(console, e.search_with_reasoning(ROLLBACK_QUESTION, principal=ENGINEER,
+                                                       retrieved_at=RETRIEVED_AT))
+        shown = console.export_text()
+        assert ("deploy/rollback-v1.md is superseded by deploy/rollback.md" in shown) == (engineer_sees is not None)
+        assert "breakglass" not in shown
 
 # ---- case 3: restricted pages -----------------------------------------------------------------------
 

@@ -146,6 +146,31 @@ def test_pipeline_makes_one_retrieval_search_plus_one_per_short_family(store: Co
 
 
 
+def test_a_word_most_hits_share_cannot_pick_a_lead(tmp_path: Path) -> None:
+    """"where does egress go": the page about egress leads already, and "go" is on most other hits ("notes go in
+    the ops channel"): such a page had become the lead (a walkthrough). A lead must hold one of the aspect's
+    telling words, held by at most half of the hits."""
+    leading = make_chunk("egress", "Egress is limited to the proxy.", title="Proxy")
+    others = [make_chunk(f"go{i}", text) for i, text in enumerate(
+        ["Incident notes go in the ops channel.", "Deploys go out on Tuesdays.", "Backups go to the vault.",
+         "Alerts go to the pager first."])]
+    family = RequiredFamily("where does egress go", "where does egress go", aspect_terms=("egres", "go"))
+    store = counting_store(tmp_path / "filler", [leading, *others])
+    try:
+        rescued = rescue(store, [family], [cand(leading, 0.9)], wide_limit=50, min_matches=1, reader=None,
+                         to_candidates=sparse_candidates(store))
+        assert rescued.leads == {}
+    finally:
+        store.close()
+    rules = make_chunk("rules", "Egress rules for the mesh gateway.", title="Mesh")
+    store = counting_store(tmp_path / "telling", [leading, rules, *others])
+    try:
+        rescued = rescue(store, [family], [cand(leading, 0.9)], wide_limit=50, min_matches=1, reader=None,
+                         to_candidates=sparse_candidates(store))
+        assert rescued.leads == {family.name: "rules"}
+    finally:
+        store.close()
+
 def test_a_lead_stays_in_the_context_but_never_covers_its_aspect(store: CountingStore) -> None:
     parts = PipelineParts(store=store, encode=constant_encoder, config=Config(), gate=AdmissionGate())
     outcome = run_search(parts, SearchRequest("where does the database password live in Vaultline",

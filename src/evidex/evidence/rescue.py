@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from evidex.evidence.plan import RequiredFamily
+from evidex.evidence.plan import RequiredFamily, chunk_terms
 from evidex.evidence.words import speaks_of
 from evidex.stores.protocol import Store
 from evidex.types import Candidate, ScoredId, SearchFilters
@@ -83,8 +83,9 @@ def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Cand
         found = [c for c in hit_candidates if c.chunk.record_id not in have and family.matches(c.chunk)]
         lead = None
         if not found and present == 0 and not family.is_store_filterable:
+            telling = _telling_terms(family, hit_candidates)
             lead = next((c for c in hit_candidates if c.chunk.doc_id not in leading_pages
-                         and speaks_of(c.chunk, family.name)), None)
+                         and speaks_of(c.chunk, family.name) and telling & chunk_terms(c.chunk)[0]), None)
             if lead is not None:
                 leads[family.name] = lead.chunk.record_id
                 found = [lead] if lead.chunk.record_id not in have else []
@@ -95,3 +96,12 @@ def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Cand
                                       (time.perf_counter() - started) * 1000,
                                       lead.chunk.record_id if lead is not None else None))
     return Rescued(added, attempts, leads)
+
+
+def _telling_terms(family: RequiredFamily, hits: Sequence[Candidate]) -> frozenset[str]:
+    """The aspect's terms that at most half of its search's hits hold (any, when it has one hit): a lead must hold
+    one, so that a word most hits share ("go" in "where does egress go") cannot pick it."""
+    def held_by(term: str) -> int:
+        return sum(1 for c in hits if term in chunk_terms(c.chunk)[0])
+
+    return frozenset(t for t in family.aspect_terms if held_by(t) <= max(1, len(hits) // 2))

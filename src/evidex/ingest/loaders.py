@@ -236,7 +236,7 @@ class _HtmlToMarkdown(HTMLParser):
             self.out.append(data)
 
 
-_HTML_ID = re.compile(r"[A-Za-z0-9_:.-]+")  # what a markdown heading's {#id} can carry
+_HTML_ID = re.compile(r"[\w:.-]+")  # what a markdown heading's {#id} can carry (letters of any script)
 
 
 def _html_id(attrs: list[tuple[str, str | None]]) -> str | None:

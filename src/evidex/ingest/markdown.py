@@ -33,7 +33,7 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
 # module does not see.
 _SETEXT = re.compile(r"(?:\A|(?<=\n\n))(?P<title>(?![\s\-*+>|<#`~]|\d+[.)]\s)[^\n]*\S[^\n]*)\n"
                      r"(?P<line>=+|-+)[ \t]*$", re.M)
-_CUSTOM_ID = re.compile(r"\s*\{#([A-Za-z0-9_:.-]+)\}\s*$")
+_CUSTOM_ID = re.compile(r"\s*\{#([\w:.-]+)\}\s*$")  # HTML5 ids may be any letters ("Überblick")
 _FENCE = re.compile(r"^(```|~~~)", re.M)
 
 

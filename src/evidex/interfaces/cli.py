@@ -104,6 +104,10 @@ def open_engine(config: Path | None, index: Path | None, *, create: bool = False
 
 def require_index(cfg: Config) -> None:
     path = cfg.index_dir / INDEX_FILE
+    if cfg.index_dir.is_file():
+        err.print(f"[bold red]error:[/] {escape(str(cfg.index_dir))} is a file, not an index folder: point --index / "
+                  "the config at the folder ingest wrote", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
     missing: str | None = None  # what is missing ("": the index file)
     if cfg.index.backend == "sqlite" and not path.is_file():
         missing = ""
@@ -118,8 +122,9 @@ def require_index(cfg: Config) -> None:
                   highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     if cfg.index.backend == "sqlite" and path.stat().st_size == 0:  # SQLite would take it for a new, empty index
-        err.print(f"[bold red]error:[/] {escape(str(path))} is empty (0 bytes), not an index: restore it from a "
-                  "backup or an `evidex export`, or ingest into a new index", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(str(path))} is empty (0 bytes): nothing was ever committed to it. "
+                  "Ingest documents to start the index there, or point --index at another", highlight=False,
+                  soft_wrap=True)
         raise typer.Exit(2)
 
 
@@ -446,8 +451,11 @@ def query_cmd(
 
 
 def _other_snapshot(result: dict[str, Any]) -> dict[str, Any]:
-    """`result` without its snapshot id (to compare decisions made on two snapshots)."""
-    return {**result, "index": {k: v for k, v in result["index"].items() if k != "snapshot_id"}}
+    """`result` without its snapshot id, in both places it is kept (to compare decisions of two snapshots)."""
+    out = {**result, "index": {k: v for k, v in result["index"].items() if k != "snapshot_id"}}
+    if isinstance(result.get("retrieval_metadata"), dict):
+        out["retrieval_metadata"] = {k: v for k, v in result["retrieval_metadata"].items() if k != "index_snapshot"}
+    return out
 
 
 @app.command("replay")
@@ -475,9 +483,10 @@ def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved 
         out.print("identical: the same request on this snapshot gives the same decision, byte for byte")
         return
     if moved and decision_json(_other_snapshot(saved)) == decision_json(_other_snapshot(fresh)):
-        # A rollback, or a batch that changed nothing this request reads, makes a new snapshot: not a new decision.
-        out.print("identical but for the snapshot id: the index changed since, but not in anything this decision "
-                  "reads")
+        # A rollback, or a batch that changed nothing (re-ingested files), makes a new snapshot, not a new decision.
+        # (A new document usually moves scores a little: BM25's word statistics cover every record.)
+        out.print("identical but for the snapshot id: the index was written to since, but nothing this decision "
+                  "reads changed")
         return
     without_cost = [{k: v for k, v in r.items() if k != "cost"} for r in (saved, fresh)]
     out.print(f"[bold red]different[/] at {escape(first_difference(without_cost[0], without_cost[1]) or '?')}")

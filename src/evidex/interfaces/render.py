@@ -55,6 +55,11 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
             table.add_row(escape(f"{group['source']}#{c['citation_anchor']}"),
                           escape(c["evidence_family"] or "-"), c["status"], f"{c['score']:.3f}")
     console.print(table)
+    # A page a newer one replaces still passes the gate until it expires: say so beside the evidence.
+    superseded = {g["source"]: c["provenance"]["superseded_by"] for g in result["evidence"] for c in g["chunks"]
+                  if c["provenance"].get("superseded_by")}
+    for source, successor in superseded.items():
+        console.print(f"[yellow]{escape(source)} is superseded by {escape(successor)}[/]")
     if show_text and result["evidence"]:
         # The first source holds the best chunk, but its chunks are in document order: pick by score.
         best = max(result["evidence"][0]["chunks"], key=lambda c: c["score"])
