@@ -211,8 +211,12 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                     # A declared family's rescue may bring in records the requester may not read: they are scored
                     # among themselves (no model), so that the readable ones' scores (word rarity, score ranges,
                     # a cross-encoder's range and token count) come from readable text alone.
-                    readable = [c for c in merged if _may_read(reader, c)]
-                    unreadable = [c for c in merged if not _may_read(reader, c)]
+                    gate, who = parts.gate, request.principal
+                    readable: list[Candidate] = []
+                    unreadable: list[Candidate] = []
+                    for c in merged:
+                        (readable if gate is None or who is None or gate.may_read(who, c.chunk) else unreadable
+                         ).append(c)
                     ranked = sorted([*rerank(request.query, readable, weights_cfg, cross_encoder, plan.aspects,
                                              linked).candidates,
                                      *rerank(request.query, unreadable, weights_cfg, None, plan.aspects,
@@ -323,13 +327,6 @@ def _unreadable_successors(store: Store, vector: Callable[[], npt.NDArray[np.flo
                     and (s := c.chunk.provenance.superseded_by)})
     return frozenset(source for source in named if not store.search_dense(vector(), 1, dataclasses.replace(
         reader, source_pattern=f"^{re.escape(source)}$")))
-
-
-def _may_read(reader: SearchFilters | None, candidate: Candidate) -> bool:
-    """Whether the access rule (as the store-side `reader` filter states it) lets the requester read it."""
-    if reader is None or reader.access_labels is None:
-        return True
-    return not set(reader.access_labels).isdisjoint(candidate.chunk.provenance.access_labels)
 
 
 FOCUS_TOP = 3

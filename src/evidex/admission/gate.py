@@ -106,8 +106,12 @@ class AccessRule:
     name = "access"
 
     def check(self, chunk: Chunk, principal: Principal, retrieved_at: datetime) -> RejectReason | None:
+        return None if self.grants(chunk, principal) else RejectReason.ACCESS
+
+    @staticmethod
+    def grants(chunk: Chunk, principal: Principal) -> bool:
         labels = {x for x in chunk.provenance.access_labels if x}
-        return None if not labels.isdisjoint(principal.labels) else RejectReason.ACCESS
+        return not labels.isdisjoint(principal.labels)
 
 
 class FreshnessRule:
@@ -245,6 +249,11 @@ class AdmissionGate:
         when the policy does not check access). Searches steered by the requester's own words run under it,
         so a restricted record can neither be probed for a word nor shift a count the requester sees."""
         return SearchFilters(access_labels=principal.labels) if AccessRule.name in self.policy.rules else None
+
+    def may_read(self, principal: Principal, chunk: Chunk) -> bool:
+        """The per-record form of `readable`: whether the access rule lets `principal` read `chunk` (always,
+        when the policy does not check access)."""
+        return AccessRule.name not in self.policy.rules or AccessRule.grants(chunk, principal)
 
     def admit(self, candidates: Sequence[Candidate], principal: Principal, retrieved_at: datetime) -> GateDecision:
         if retrieved_at.utcoffset() is None:

@@ -45,8 +45,11 @@ class RescueAttempt:
 class Rescued:
     added: list[Candidate]  # candidates the searches found that the pool did not hold
     attempts: list[RescueAttempt]
-    leads: dict[str, str]  # aspect name -> the record kept for it when nothing met it
 
+    @property
+    def leads(self) -> dict[str, str]:
+        """Aspect name -> the record kept for it when nothing met it."""
+        return {a.family: a.lead for a in self.attempts if a.lead is not None}
 
 
 def family_filters(family: RequiredFamily, reader: SearchFilters | None) -> SearchFilters | None:
@@ -70,7 +73,6 @@ def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Cand
     leading_pages = {c.chunk.doc_id for c in pool[:leading]}
     added: list[Candidate] = []
     attempts = []
-    leads: dict[str, str] = {}
     for family in families:
         present = sum(1 for c in pool if family.matches(c.chunk))
         if present >= min_matches:
@@ -87,7 +89,6 @@ def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Cand
             lead = next((c for c in hit_candidates if c.chunk.doc_id not in leading_pages
                          and speaks_of(c.chunk, family.name) and telling & chunk_terms(c.chunk)[0]), None)
             if lead is not None:
-                leads[family.name] = lead.chunk.record_id
                 found = [lead] if lead.chunk.record_id not in have else []
         for c in found:
             have.add(c.chunk.record_id)
@@ -95,7 +96,7 @@ def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Cand
         attempts.append(RescueAttempt(family.name, family.rescue_query, len(hits), len(found),
                                       (time.perf_counter() - started) * 1000,
                                       lead.chunk.record_id if lead is not None else None))
-    return Rescued(added, attempts, leads)
+    return Rescued(added, attempts)
 
 
 def _telling_terms(family: RequiredFamily, hits: Sequence[Candidate]) -> frozenset[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
@@ -159,8 +159,8 @@ def ingest_cmd(
               + f"{len(report.dead_letters)} dead letters, {report.seconds:.1f} s")
     _print_problems(report, gated, live)
     if report.retired_documents:
-        shown = ", ".join(report.retired_documents[:5]) + (" ..." if len(report.retired_documents) > 5 else "")
-        out.print(f"  retired: {escape(shown)} ('evidex rollback' restores them)", highlight=False)
+        out.print(f"  retired: {escape(_first_five(report.retired_documents))} ('evidex rollback' restores them)",
+                  highlight=False)
     if report.sync_skipped:
         out.print(f"  [yellow]nothing retired[/]: {escape(report.sync_skipped)}", highlight=False)
 
@@ -181,19 +181,19 @@ def _print_problems(report: IngestReport, gated: bool, live: set[str]) -> None:
     if report.resolved_dead_letters:
         names = report.resolved_dead_letters
         out.print(f"  {len(names)} dead letter(s) resolved (loaded now, or the file or JSONL line is gone): "
-                  f"{escape(', '.join(names[:5]) + (' ...' if len(names) > 5 else ''))}", highlight=False)
+                  f"{escape(_first_five(names))}", highlight=False)
     for warning in report.warnings:
         out.print(f"  [yellow]warning[/] {escape(warning.source)}: {escape(warning.reason)}", highlight=False)
     if report.unmatched_overlay_sources:
         names = report.unmatched_overlay_sources
         out.print(f"  [yellow]{len(names)} metadata overlay source(s) match no document of this ingest[/] (not "
                   "applied: a source is the document's path under the folder ingested, or its JSONL 'source'): "
-                  f"{escape(', '.join(names[:5]) + (' ...' if len(names) > 5 else ''))}", highlight=False)
+                  f"{escape(_first_five(names))}", highlight=False)
     unadmittable = report.without_labels_or_citation
     if unadmittable and gated:
-        shown = ", ".join(unadmittable[:5]) + (" ..." if len(unadmittable) > 5 else "")
         out.print(f"  [yellow]{len(unadmittable)} document(s) the gate will never admit[/] (no access_labels or "
-                  f"no citation_uri; add them in front matter or a --metadata overlay): {escape(shown)}",
+                  f"no citation_uri; add them in front matter or a --metadata overlay): "
+                  f"{escape(_first_five(unadmittable))}",
                   highlight=False)
 
 
@@ -276,6 +276,11 @@ def batches_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
         out.print(f"[bold]{b.batch_id}[/]  {b.status:<11}  {finished}  {escape(b.label)}")
         out.print(f"  +{b.added} chunks · documents {b.replaced} replaced, {b.retired} retired, "
                   f"{b.unchanged} unchanged · {b.dead_letters} dead letters", highlight=False)
+
+
+def _first_five(names: Sequence[str]) -> str:
+    """A list of names for one line: the first five, and "..." when there are more."""
+    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
 
 
 def _count(n: int, noun: str) -> str:

@@ -371,7 +371,11 @@ class SqliteStore:
 
     def _fts_generation(self) -> int:
         with self._fts_lock:
-            return int(self._fts.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+            return self._fts_generation_locked()
+
+    def _fts_generation_locked(self) -> int:
+        """The generation the full-text connection sees (the caller holds `_fts_lock`)."""
+        return int(self._fts.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
 
     def _dense_index(self) -> DenseIndex:
         with self._lock:
@@ -473,8 +477,7 @@ class SqliteStore:
             if missing:
                 self._fts.execute("BEGIN")
                 try:
-                    current = int(self._fts.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
-                    if current != generation:
+                    if self._fts_generation_locked() != generation:
                         return None
                     for w in missing:
                         # Two space-separated columns in one row: a row object per match cost more than the search.
