@@ -162,8 +162,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
         st.n_out = len(pool)
         st.decisions = {"queries": len(queries), "hits": [len(x) for x in lists]}
 
-    weights_cfg = RerankWeights(ev.w_cross_encoder, ev.w_retrieval, ev.w_lexical, ev.w_title, ev.w_linked,
-                                ev.exact_token_bonus, ev.cross_encoder_top_n)
+    weights_cfg = RerankWeights.from_config(ev)
     reranker: dict[str, Any] = {"cross_encoder": None, "weights": {}}
     cross_encoder = RequestCrossEncoder(parts.cross_encoder) if parts.cross_encoder is not None else None
     ranked = list(pool)

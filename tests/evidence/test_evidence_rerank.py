@@ -7,6 +7,7 @@ protocol; it is an input to the reranker, not the code under test.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -24,7 +25,9 @@ from evidex.pipeline import PipelineParts, SearchRequest, run_search
 from evidex.rerank.fused import RerankWeights, exact_tokens, rerank
 from evidex.types import Candidate, RetrievalMode
 
-W = RerankWeights()  # the design's defaults: 0.4 cross-encoder, 0.3 retrieval, 0.3 lexical, 0.15 title
+# The design's weights (DESIGN.md), not evidex's tuned defaults: these tests check the formula.
+W = RerankWeights(cross_encoder=0.4, retrieval=0.3, lexical=0.3, title=0.15, linked=0.15, exact_token_bonus=0.1,
+                  cross_encoder_top_n=30)
 
 
 class OverlapCrossEncoder:
@@ -128,7 +131,7 @@ def test_a_cross_encoder_changes_the_order_and_is_reported() -> None:
 def test_the_cross_encoder_scores_only_the_top_n() -> None:
     pool = [cand(make_chunk(f"c{i}", f"text number {i}"), 1.0 - i / 10) for i in range(5)]
     encoder = OverlapCrossEncoder()
-    outcome = rerank("text number", pool, RerankWeights(cross_encoder_top_n=2), cross_encoder=encoder)
+    outcome = rerank("text number", pool, dataclasses.replace(W, cross_encoder_top_n=2), cross_encoder=encoder)
     assert encoder.calls == [("text number", 2)]
     assert [_scores(c)["cross_encoder"] for c in outcome.candidates if c.chunk.record_id in {"c2", "c3", "c4"}] == [
         0.0, 0.0, 0.0]
@@ -136,7 +139,8 @@ def test_the_cross_encoder_scores_only_the_top_n() -> None:
 
 def test_a_zero_cross_encoder_weight_means_none_applied() -> None:
     encoder = OverlapCrossEncoder()
-    outcome = rerank("q", [cand(make_chunk("a", "q"), 0.5)], RerankWeights(cross_encoder=0.0), cross_encoder=encoder)
+    outcome = rerank("q", [cand(make_chunk("a", "q"), 0.5)], dataclasses.replace(W, cross_encoder=0.0),
+                     cross_encoder=encoder)
     assert outcome.cross_encoder is None and encoder.calls == []
 
 

@@ -295,7 +295,7 @@ def rollback_cmd(
     """Undo the last batch (or a named one) atomically, restoring what it replaced."""
     with open_engine(config, index) as engine:
         info = run(lambda: engine.rollback(batch_id))
-        finished = list(getattr(engine.store, "finished_rollbacks", ()))  # Milvus completes them on open
+        finished = list(engine.store.finished_rollbacks)
     for done in finished:
         out.print(f"finished the interrupted rollback of batch [bold]{done}[/]")
     counts = f"{info.added} chunks removed, {_count(info.replaced + info.retired, 'document')} restored"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Protocol
 
+from evidex.config import EvidenceConfig
 from evidex.evidence.plan import chunk_terms, terms
 from evidex.retrieval.fusion import min_max
 from evidex.types import Candidate
@@ -55,13 +56,22 @@ class RequestCrossEncoder:
 
 @dataclass(frozen=True)
 class RerankWeights:
-    cross_encoder: float = 0.4
-    retrieval: float = 0.3
-    lexical: float = 0.3
-    title: float = 0.15
-    linked: float = 0.15  # the title is a name the best evidence mentions (a multi-hop bridge)
-    exact_token_bonus: float = 0.1  # per verbatim identifier, capped at 2 identifiers
-    cross_encoder_top_n: int = 30
+    """The reranker's weights. evidex's defaults, and why, are `[evidence]`'s in `evidex.config`
+    (`from_config`); there is no second set here."""
+
+    cross_encoder: float
+    retrieval: float
+    lexical: float
+    title: float
+    linked: float  # the title is a name the best evidence mentions (a multi-hop bridge)
+    exact_token_bonus: float  # per verbatim identifier, capped at 2 identifiers
+    cross_encoder_top_n: int
+
+    @classmethod
+    def from_config(cls, ev: EvidenceConfig) -> RerankWeights:
+        return cls(cross_encoder=ev.w_cross_encoder, retrieval=ev.w_retrieval, lexical=ev.w_lexical,
+                   title=ev.w_title, linked=ev.w_linked, exact_token_bonus=ev.exact_token_bonus,
+                   cross_encoder_top_n=ev.cross_encoder_top_n)
 
 
 # A flag starts a word ("--dry-run"); a hyphenated compound ("AMP-activated") is one token, not a flag

@@ -39,6 +39,12 @@ class BatchWrite:
 
 
 class Store(Protocol):
+    @property
+    def finished_rollbacks(self) -> Sequence[str]:
+        """Rollbacks a crash had interrupted that opening the store completed, oldest first (a store whose rollback
+        is one transaction, as SQLite's, never has any)."""
+        ...
+
     def commit_batch(self, batch: BatchWrite) -> BatchInfo:
         """Apply a batch atomically. A document's old chunks are retired, not deleted, so rollback works."""
         ...

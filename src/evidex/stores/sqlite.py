@@ -143,6 +143,8 @@ def _regexp(pattern: str, value: str | None) -> bool:
 class SqliteStore:
     """`Store` on one SQLite file. Safe to share between threads (one connection behind a lock)."""
 
+    finished_rollbacks: Sequence[str] = ()  # a rollback is one transaction: a crash never leaves one half done
+
     def __init__(self, directory: Path, *, title_weight: float = 1.0) -> None:
         if directory.exists() and not directory.is_dir():
             raise StoreError(f"{directory} is a file, not an index folder: point --index / the config at a folder")
