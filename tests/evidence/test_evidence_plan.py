@@ -153,6 +153,20 @@ def test_max_aspects_keeps_the_most_specific() -> None:
     assert auto_plan(question, max_aspects=0).source is PlanSource.NONE
 
 
+def test_over_the_cap_the_asks_come_before_the_scene() -> None:
+    question = ("We added eight storage nodes, moved the ledger there, and the backups slowed down. "
+                "How do we pin the ledger to fast disks, and how do we cap backup bandwidth?")
+    assert auto_plan(question, max_aspects=2).aspects == ("How do we pin the ledger to fast disks",
+                                                          "how do we cap backup bandwidth")
+    # Under the cap every clause stays, in the question's order.
+    assert auto_plan(question, max_aspects=6).aspects[0] == "We added eight storage nodes"
+
+
+def test_an_abbreviation_is_not_an_identifier() -> None:
+    plan = auto_plan("Which limits apply to a pod (e.g. CPU) and how do quotas count them?")
+    assert not any(a.lower().startswith("e.g") for a in plan.aspects)
+
+
 @pytest.mark.parametrize("question", ["", "   ", "what?", "the of and", "How?", "???", "and, or; but."])
 def test_no_aspects_gives_an_empty_plan(question: str) -> None:
     plan = auto_plan(question)

@@ -321,7 +321,8 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     code = [m.group(1).strip() for m in _CODE.finditer(question)]
     identifiers = [*code, *(m.group(1).strip() for m in _QUOTED.finditer(question))]
     plain = _QUOTED.sub(" ", _CODE.sub(" ", question))
-    named = [m.group(1) for m in _IDENT.finditer(plain) if not m.group(1).replace(".", "").isdigit()]
+    named = [m.group(1) for m in _IDENT.finditer(plain)
+             if not m.group(1).replace(".", "").isdigit() and not is_abbreviation(m.group(1))]
     identifiers.extend(named)
     # Code and identifier-like names are met only whole; a quoted title ("Kiss and Tell") by its words.
     verbatim = {a for a in [*code, *named] if is_identifier(a)}
@@ -332,6 +333,7 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     single = [n for n in names if len(n.split()) == 1 and len(n) > 1 and not n.isdigit() and not is_quantity(n)]
     parts = sub_questions(plain)
     clauses = parts if len(parts) > 1 else []
+    asked = {p for sentence in sentences(plain) if _ASKS.search(sentence) for p in sub_questions(sentence)}
     unique: list[str] = []
     seen_terms: list[frozenset[str]] = []
     entities = {*identifiers, *multi, *single}
@@ -343,7 +345,11 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
             continue
         unique.append(a)
         seen_terms.append(t)
-    unique = unique[:max_aspects]
+    if len(unique) > max_aspects:
+        # More aspects than obligations allowed: what the question asks comes before the scene it sets ("We added
+        # eight GPU nodes, a mix of A100s and T4s. How do we reserve them, ...?"), each kept in the question's order.
+        keep = set(sorted(unique, key=lambda a: (a in clauses and a not in asked, unique.index(a)))[:max_aspects])
+        unique = [a for a in unique if a in keep]
     families = tuple(RequiredFamily(name=a, rescue_query=a, aspect_terms=terms(a), entity=a in entities,
                                     verbatim=a in verbatim) for a in unique)
     source = PlanSource.AUTO if families else PlanSource.NONE
