@@ -18,6 +18,11 @@ $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --pipelines 
   --json "$OUT/k8s-auto.json" | tee "$OUT/k8s-auto.txt"
 $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --pipelines "$P" --plan oracle \
   --json "$OUT/k8s-oracle.json" | tee "$OUT/k8s-oracle.txt"
+# Our own questions over the same pages, written blind to evidex (eval/k8s-blind/README.md).
+$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind/questions.jsonl --pipelines "$P" --plan auto \
+  --json "$OUT/k8s-blind-auto.json" | tee "$OUT/k8s-blind-auto.txt"
+$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind/questions.jsonl --pipelines hybrid,full --plan oracle \
+  --json "$OUT/k8s-blind-oracle.json" | tee "$OUT/k8s-blind-oracle.txt"
 $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --metadata "$D/k8s/overlay.jsonl" \
   --principal-labels engineering-read --retrieved-at 2026-11-30T00:00:00Z --pipelines hybrid,full \
   --json "$OUT/k8s-gate.json" | tee "$OUT/k8s-gate.txt"

@@ -6,6 +6,7 @@ once (about 3,600 chunks) and cached under the evaluation cache, like `evidex ev
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,3 +70,19 @@ def test_the_leak_check_sees_a_rejected_text_inside_a_result(k8s: Any) -> None:
     secret = next(t for t in audit.secret_texts.values() if "\n" in t and '"' in t)
     result["evidence"][0]["chunks"][0]["text"] = secret
     assert audit.leaks_in(result) == 1
+
+
+def test_the_blind_questions_name_real_pages_and_disjoint_families() -> None:
+    """eval/k8s-blind: every family pattern matches a page of the corpus, and no page belongs to two families of
+    one question (a question that could be completed by one page would measure nothing)."""
+    pages = [p.relative_to(K8S / "docs").as_posix() for p in (K8S / "docs").rglob("*.md")]
+    questions = load_questions(Path(__file__).resolve().parents[1] / "eval" / "k8s-blind" / "questions.jsonl")
+    assert len(questions) == 24 and len({q.id for q in questions}) == 24
+    for q in questions:
+        owners: dict[str, str] = {}
+        for family in q.families:
+            assert family.source_regex is not None
+            matched = [p for p in pages if re.search(family.source_regex, p)]
+            assert matched, f"{q.id}: {family.name} matches no page"
+            for page in matched:
+                assert owners.setdefault(page, family.name) == family.name, f"{q.id}: {page} in two families"
