@@ -10,7 +10,9 @@ server's audit log stays out of the cache. A key with the `engineering-read` lab
 sent is made with `evidex keys create`; each server is `evidex serve` on a free port (its own process, as an
 operator runs it). After one warm-up round, N client threads (one keep-alive connection each) send the 32
 questions round robin, `--requests` per level. An error is any response but 200 (a 429 is counted apart) or a
-failed connection. RSS is the server's resident memory after each level (Linux /proc).
+failed connection. RSS is the server's resident memory after each level, CPU its user + system time over the
+level's wall time (Linux /proc; 200% is both cores). The floor is the same questions, one at a time, in a process
+of the same evidex without HTTP.
 
 `--server NAME=SRC_DIR` (repeatable) serves the evidex under SRC_DIR (e.g. `before=../main/src`): every level
 runs on each server in turn (alternating which goes first), so a before/after comparison shares one run's noise.
@@ -74,6 +76,15 @@ class Server:
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "PYTHONPATH": str(self.src)}
+
+    def floor(self, index: Path, data: Path) -> tuple[float, float]:
+        """`in_process_floor` run by this server's evidex (this script in a child process)."""
+        done = subprocess.run([sys.executable, __file__, "--floor", str(index), "--data", str(data)], env=self.env(),
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"the in-process floor of {self.name} failed: {done.stderr.strip()}")
+        run_ms, result_ms = json.loads(done.stdout)
+        return float(run_ms), float(result_ms)
 
     def start(self, index: Path, keys: Path) -> None:
         self.port = free_port()
@@ -271,10 +282,14 @@ def main() -> None:
     parser.add_argument("--server", action="append", default=[], metavar="NAME=SRC_DIR",
                         help="serve the evidex under SRC_DIR (repeatable; default: this checkout)")
     parser.add_argument("--data", type=Path, default=DATA, help="the k8s data set (docs/, overlay.jsonl, questions)")
+    parser.add_argument("--floor", type=Path, metavar="INDEX", help="only print the in-process floor on INDEX (JSON)")
     args = parser.parse_args()
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
     questions = [json.loads(line)["question"] for line in (args.data / "questions.jsonl").read_text().splitlines()
                  if line.strip()]
+    if args.floor is not None:
+        print(json.dumps(in_process_floor(args.floor, questions)))
+        return
     named = parse_servers(args.server)
     print(f"A small (2-core), shared and noisy machine: compare the rows of one run, not runs. {len(questions)} k8s "
           f"questions round robin, {args.requests} requests per level, a key with [{LABEL}].", flush=True)
@@ -286,15 +301,16 @@ def main() -> None:
         work = Path(tmp)
         servers = [Server(name, src, work / name) for name, src in named]
         try:
-            copy_index(cached, work / "floor")
-            run_ms, result_ms = in_process_floor(work / "floor", questions)
-            print(f"in-process floor (this checkout, no HTTP, one thread): Engine.run p50 {run_ms:.1f} ms, "
-                  f"search_with_reasoning (the endpoint's result) p50 {result_ms:.1f} ms", flush=True)
+            for server in servers:
+                server.work.mkdir()
+                copy_index(cached, server.work / "floor")
+                run_ms, result_ms = server.floor(server.work / "floor", args.data)
+                print(f"{server.name}: in-process floor (no HTTP, one thread): Engine.run p50 {run_ms:.1f} ms, "
+                      f"search_with_reasoning (the endpoint's result) p50 {result_ms:.1f} ms", flush=True)
             keys = work / "keys.sqlite"
             key = servers[0].evidex("keys", "create", "bench-serve", "--principal", "bench", "--label", LABEL,
                                     "--rate", str(RATE_PER_MIN), "--keys", str(keys)).stdout.strip()
             for server in servers:
-                server.work.mkdir()
                 copy_index(cached, server.work / "index")
                 server.start(server.work / "index", keys)
                 warm = drive(server.port, key, questions, 1, len(questions))
