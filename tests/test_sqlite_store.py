@@ -105,6 +105,51 @@ def test_a_second_connection_sees_new_commits(tmp_path: Path) -> None:
     writer.close()
 
 
+def test_records_are_read_once_per_snapshot(tmp_path: Path) -> None:
+    """A search asks for the same records several times (its pool, rescues, name look-ups), and a server's
+    requests for the same pages: within one snapshot a record is read and decoded once. A commit, here by
+    another process, or a rollback reads it again: a replaced record keeps its id, so a record kept past its
+    snapshot would answer with the old text."""
+    reader, writer = SqliteStore(tmp_path / "idx"), SqliteStore(tmp_path / "idx")
+    writer.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha")], [axis(0)]),
+                              document([make_chunk("B", 0, "beta")], [axis(1)])))
+    statements: list[str] = []
+    reader._db.set_trace_callback(statements.append)
+
+    def reads() -> int:
+        return sum("FROM records INDEXED BY" in s for s in statements)
+
+    first = reader.get(["A#0", "B#0"])
+    assert [c.text for c in first] == ["alpha", "beta"] and reads() == 1
+    assert reader.get(["B#0", "A#0", "B#0"]) == first[::-1]
+    assert reader.get(["A#0", "missing"]) == first[:1]
+    assert reads() == 2  # only the record the index does not hold was asked for again
+    writer.commit_batch(batch("b2", document([make_chunk("A", 0, "alpha replaced")], [axis(2)])))
+    assert [c.text for c in reader.get(["A#0", "B#0"])] == ["alpha replaced", "beta"]
+    writer.rollback()
+    assert [c.text for c in reader.get(["A#0", "B#0"])] == ["alpha", "beta"]
+    reader.close()
+    writer.close()
+
+
+def test_the_record_cache_stays_within_its_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call asking for more records than the cache holds returns them all; the cache starts over when full."""
+    import evidex.stores.sqlite as sqlite_store
+
+    store = SqliteStore(tmp_path / "idx")
+    store.commit_batch(batch("b1", *(document([make_chunk(d, 0, f"text {d}")], [axis(i)])
+                                     for i, d in enumerate("ABCDE"))))
+    monkeypatch.setattr(sqlite_store, "_CHUNK_CACHE_ROWS", 2)
+    ids = [f"{d}#0" for d in "ABCDE"]
+    assert [c.record_id for c in store.get(ids)] == ids
+    assert len(store._chunk_cache) <= 2
+    assert [c.record_id for c in store.get(ids[:2])] == ids[:2]
+    assert [c.record_id for c in store.get(ids[2:])] == ids[2:]
+    assert len(store._chunk_cache) <= 2
+    assert [c.text for c in store.get(ids)] == [f"text {d}" for d in "ABCDE"]
+    store.close()
+
+
 @pytest.mark.parametrize(("title_weight", "first"), TITLE_WEIGHT_CASES)
 def test_title_weight_moves_title_matches(tmp_path: Path, title_weight: float, first: str) -> None:
     store = SqliteStore(tmp_path / "idx", title_weight=title_weight)

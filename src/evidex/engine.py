@@ -235,9 +235,8 @@ class Engine:
 
     def result_of(self, outcome: SearchOutcome) -> dict[str, Any]:
         """The JSON-ready result of a pipeline outcome: evidence, families, rejections, signals, cost."""
-        verified = {c.chunk.record_id: self.verifications.for_record(
-            c.chunk.record_id, record_version(c.chunk), as_of=outcome.retrieved_at)
-            for c in outcome.context}
+        verified = self.verifications.for_records([(c.chunk.record_id, record_version(c.chunk))
+                                                   for c in outcome.context], as_of=outcome.retrieved_at)
         policy = self.pipeline_parts().gate
         visibility = policy.policy.visibility if policy else RejectionVisibility.REASONS_EXCEPT_ACCESS
         ctx = ResultContext(snapshot_id=outcome.snapshot_id or self.store.snapshot_id(), config_hash=self.config.hash(),

@@ -82,3 +82,31 @@ def test_as_of_ignores_later_verifications(tmp_path: Path) -> None:
     assert len(log.for_record("r1", "v1")) == 1
     with pytest.raises(ValueError, match="timezone-aware"):
         log.history("r1", "v1", as_of=NOW.replace(tzinfo=None))
+
+
+def test_records_looked_up_together_read_as_one_at_a_time(tmp_path: Path) -> None:
+    """A result's records are looked up in one query (`for_records`): each gets what `for_record` gives it
+    alone, in the same order, with the same version and `as_of` rules, from one connection."""
+    log = VerificationLog(tmp_path / "v.sqlite")
+    log.record("r1", "v1", "first", by="alice", at=NOW)
+    log.record("r2", "v1", "other record", by="bob", at=NOW)
+    log.record("r1", "v2", "after the edit", by="carol", at=NOW + timedelta(days=1))
+    log.record("r1", "v2", "checked again", by="dave", at=NOW + timedelta(days=1))
+    log.record("r3", "v1", "made later", by="erin", at=NOW + timedelta(days=3))
+    records = [("r1", "v2"), ("r2", "v1"), ("r3", "v1"), ("r4", "v1"), ("r5", None)]
+    for as_of in (None, NOW, NOW + timedelta(days=2)):
+        together = log.for_records(records, as_of=as_of)
+        assert together == {rid: log.for_record(rid, version, as_of=as_of) for rid, version in records}
+    assert [v.claim for v in log.for_records(records)["r1"]] == ["after the edit", "checked again"]
+    connects: list[Path] = []
+    opened = sqlite3.connect
+
+    def counting(path: Path) -> sqlite3.Connection:
+        connects.append(path)
+        return opened(path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sqlite3, "connect", counting)
+        log.for_records(records)
+        assert len(connects) == 1
+        assert log.for_records([]) == {} and len(connects) == 1

@@ -98,21 +98,42 @@ class VerificationLog:
         """
         return [v for v in self.history(record_id, current_source_version, as_of=as_of) if v.is_current]
 
+    def for_records(self, records: Sequence[tuple[str, str | None]], *,
+                    as_of: datetime | None = None) -> dict[str, list[Verification]]:
+        """`for_record` of each (record id, current source version), read in one query: a result's records are
+        looked up together, not with a connection each."""
+        return {record_id: [v for v in found if v.is_current]
+                for record_id, found in self._histories(records, as_of).items()}
+
     def history(self, record_id: str, current_source_version: str | None, *,
                 as_of: datetime | None = None) -> list[Verification]:
         """Every verification of the record, oldest first, with `is_current` against the given version."""
+        return self._histories([(record_id, current_source_version)], as_of)[record_id]
+
+    def _histories(self, records: Sequence[tuple[str, str | None]],
+                   as_of: datetime | None) -> dict[str, list[Verification]]:
+        """`history` of each (record id, current source version); a record named twice is read against its
+        last version."""
         if as_of is not None and as_of.utcoffset() is None:
             raise ValueError("`as_of` must be timezone-aware")
-        with self._connect() as conn:
-            rows = conn.execute(
-                "SELECT record_id, source_version, claim, verified_by, verified_at FROM verifications "
-                "WHERE record_id = ? ORDER BY verified_at, id", (record_id,)).fetchall()
-        found = [
-            Verification(rid, version, claim, by, datetime.fromisoformat(at),
-                         is_current=current_source_version is not None and version == current_source_version)
-            for rid, version, claim, by, at in rows
-        ]
-        return [v for v in found if as_of is None or v.verified_at <= as_of]
+        current = dict(records)
+        ids = list(current)
+        rows: list[tuple[str, str, str, str, str]] = []
+        if ids:  # nothing to look up: the file is not opened
+            with self._connect() as conn:
+                for i in range(0, len(ids), 500):
+                    part = ids[i:i + 500]
+                    rows += conn.execute(
+                        "SELECT record_id, source_version, claim, verified_by, verified_at FROM verifications "
+                        f"WHERE record_id IN ({','.join('?' * len(part))}) ORDER BY verified_at, id", part
+                    ).fetchall()
+        out: dict[str, list[Verification]] = {record_id: [] for record_id in ids}
+        for rid, version, claim, by, at in rows:
+            made = Verification(rid, version, claim, by, datetime.fromisoformat(at),
+                                is_current=current[rid] is not None and version == current[rid])
+            if as_of is None or made.verified_at <= as_of:
+                out[rid].append(made)
+        return out
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

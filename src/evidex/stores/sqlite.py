@@ -2,9 +2,10 @@
 
 Records, provenance, vectors, batches and dead letters live in tables; FTS5 holds BM25 postings of the
 live records. Dense search is exact: the live vectors are loaded once per snapshot into a numpy matrix
-and filters become boolean masks. A replaced chunk is retired (`retired_by` = the batch that replaced
-it), never deleted, so rolling a batch back restores exactly what it replaced. Every batch and every
-rollback is one transaction: a process killed mid-ingest leaves the last committed state.
+and filters become boolean masks; records read by id are kept decoded for their snapshot too. A replaced
+chunk is retired (`retired_by` = the batch that replaced it), never deleted, so rolling a batch back
+restores exactly what it replaced. Every batch and every rollback is one transaction: a process killed
+mid-ingest leaves the last committed state.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ MIGRATIONS = [
 
 _BM25 = "bm25(records_fts, ?, 1.0)"  # (title, text) column weights: the title weight is a setting
 _WORD_CACHE_ROWS = 2_000_000  # about 32 MB of (rowid, score) pairs
+_CHUNK_CACHE_ROWS = 10_000  # decoded chunks kept per snapshot: a few tens of MB of text at most
 WordMatches = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
 _BROAD_FILTER = 0.5  # a filter at least this share of records passes is applied to unfiltered full-text hits
 
@@ -170,6 +172,8 @@ class SqliteStore:
         self._word_cache_generation = -1
         self._dense: DenseIndex | None = None
         self._dense_generation = -1
+        self._chunk_cache: dict[str, Chunk] = {}  # live record id -> its chunk, at _chunk_cache_generation (see get)
+        self._chunk_cache_generation = -1
 
     # ---- schema -----------------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -345,16 +349,34 @@ class SqliteStore:
         return {r[0]: r[1] for r in rows}
 
     def get(self, record_ids: Sequence[str]) -> list[Chunk]:
-        found: dict[str, Chunk] = {}
+        """The live records among `record_ids`, in that order. A record read once is kept for its snapshot: a
+        search asks for many of the same records several times (its pool, rescues, look-ups), and a server's
+        requests for the same pages; a row read and decoded again cost more than a search's SQL."""
         ids = list(dict.fromkeys(record_ids))
         with self._lock:
-            for i in range(0, len(ids), 500):
-                part = ids[i:i + 500]
-                rows = self._db.execute(
-                    f"SELECT {_CHUNK_COLUMNS} FROM records INDEXED BY records_live_id "
-                    f"WHERE retired_by IS NULL AND record_id IN "
-                    f"({','.join('?' * len(part))})", part).fetchall()
-                found.update((r["record_id"], row_to_chunk(r)) for r in rows)
+            self._db.execute("BEGIN")  # the generation and the rows: one snapshot
+            try:
+                generation = self._generation()
+                if generation != self._chunk_cache_generation:
+                    self._chunk_cache.clear()
+                    self._chunk_cache_generation = generation
+                found = {i: self._chunk_cache[i] for i in ids if i in self._chunk_cache}
+                missing = [i for i in ids if i not in found]
+                for i in range(0, len(missing), 500):
+                    part = missing[i:i + 500]
+                    rows = self._db.execute(
+                        f"SELECT {_CHUNK_COLUMNS} FROM records INDEXED BY records_live_id "
+                        f"WHERE retired_by IS NULL AND record_id IN "
+                        f"({','.join('?' * len(part))})", part).fetchall()
+                    read = {r["record_id"]: row_to_chunk(r) for r in rows}
+                    found.update(read)
+                    # Kept within the bound: a full cache starts over (this call returns what it read either way).
+                    if len(self._chunk_cache) + len(read) > _CHUNK_CACHE_ROWS:
+                        self._chunk_cache.clear()
+                    if len(read) <= _CHUNK_CACHE_ROWS:
+                        self._chunk_cache.update(read)
+            finally:
+                self._db.execute("COMMIT")
         return [found[i] for i in ids if i in found]
 
     def all_chunks(self) -> list[Chunk]:
