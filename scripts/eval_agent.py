@@ -3,6 +3,8 @@ the evidence the first answer missed?
 
     .venv/bin/python scripts/eval_agent.py [--data ../shared/data] [--rounds 3]
 
+Also on our blind k8s questions (eval/k8s-blind, over the shared k8s pages).
+
 For each question: the loop's first round alone versus the evidence of every round together (an agent keeps
 what each round adds), as family recall@10 per round-1 context and over the union; how many questions a
 re-query improved; the mean number of rounds; the first recommendation's actions. No gate (the evaluation
@@ -21,7 +23,7 @@ from evidex.agent import Tool, ask
 from evidex.config import load_config
 from evidex.engine import Engine
 from evidex.evaluation import metrics
-from evidex.evaluation.datasets import dev_sets
+from evidex.evaluation.datasets import DevSet, dev_sets
 from evidex.evaluation.runner import open_eval_engine
 from evidex.pipeline import SearchRequest
 
@@ -39,7 +41,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     config = load_config()
-    for dev in dev_sets(args.data):
+    blind = DevSet("k8s-blind", (args.data / "k8s" / "docs",),
+                   Path(__file__).resolve().parents[1] / "eval" / "k8s-blind" / "questions.jsonl")
+    for dev in [*dev_sets(args.data), blind]:
         if dev.qrels_file is not None:
             continue  # a BEIR set has no evidence families to complete
         if not dev.exists():
