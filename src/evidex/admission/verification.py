@@ -96,7 +96,7 @@ class VerificationLog:
         `as_of` (pass the request's `retrieved_at`) ignores verifications recorded after that instant, so
         replaying a request gives the same statuses.
         """
-        return [v for v in self.history(record_id, current_source_version, as_of=as_of) if v.is_current]
+        return self.for_records([(record_id, current_source_version)], as_of=as_of)[record_id]
 
     def for_records(self, records: Sequence[tuple[str, str | None]], *,
                     as_of: datetime | None = None) -> dict[str, list[Verification]]:

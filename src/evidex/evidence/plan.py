@@ -334,7 +334,6 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     single = [n for n in names if len(n.split()) == 1 and len(n) > 1 and not n.isdigit() and not is_quantity(n)]
     parts = sub_questions(plain)
     clauses = parts if len(parts) > 1 else []
-    asked = {p for sentence in sentences(plain) if _ASKS.search(sentence) for p in sub_questions(sentence)}
     unique: list[str] = []
     seen_terms: list[frozenset[str]] = []
     entities = {*identifiers, *multi, *single}
@@ -349,8 +348,10 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     if len(unique) > max_aspects:
         # More aspects than obligations allowed: what the question asks comes before the scene it sets ("We added
         # eight GPU nodes, a mix of A100s and T4s. How do we reserve them, ...?"), each kept in the question's order.
-        keep = set(sorted(unique, key=lambda a: (a in clauses and a not in asked, unique.index(a)))[:max_aspects])
-        unique = [a for a in unique if a in keep]
+        asked = {p for sentence in sentences(plain) if _ASKS.search(sentence) for p in sub_questions(sentence)}
+        scene = [a in clauses and a not in asked for a in unique]
+        keep = sorted(sorted(range(len(unique)), key=lambda i: (scene[i], i))[:max_aspects])
+        unique = [unique[i] for i in keep]
     families = tuple(RequiredFamily(name=a, rescue_query=a, aspect_terms=terms(a), entity=a in entities,
                                     verbatim=a in verbatim) for a in unique)
     source = PlanSource.AUTO if families else PlanSource.NONE
