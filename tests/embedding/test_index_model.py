@@ -82,3 +82,24 @@ def test_a_cached_evaluation_index_that_names_another_model_is_rebuilt(tmp_path:
     with open_eval_engine(config, [corpus], None, embedder=embedder) as engine:
         assert engine.store.embedding_model() == embedder.model_id
         assert [c.chunk.source for c in engine.run(SearchRequest("when does alpha restart?")).context] == ["a.md"]
+
+
+def test_an_evaluation_index_is_rebuilt_when_the_ingest_code_changes(tmp_path: Path, embedder: Embedder,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A changed chunker evaluated on an index the old one built measures the old chunks: its cache key holds
+    a hash of the ingest code, so the same code reuses the index and changed code builds its own."""
+    from evidex.config import Config
+    from evidex.evaluation import runner
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# Alpha\n\nAlpha restarts nightly.\n", encoding="utf-8")
+    config = Config().replace(embedding={"cache_dir": str(tmp_path / "cache")})
+    paths = []
+    for _ in range(2):
+        with runner.open_eval_engine(config, [corpus], None, embedder=embedder) as engine:
+            paths.append(engine.config.index.path)
+    monkeypatch.setattr(runner, "ingest_code_fingerprint", lambda: "a-changed-chunker")
+    with runner.open_eval_engine(config, [corpus], None, embedder=embedder) as engine:
+        paths.append(engine.config.index.path)
+    assert paths[0] == paths[1] != paths[2]

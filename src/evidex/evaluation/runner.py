@@ -1,8 +1,9 @@
 """`evidex eval`: build (or reuse) an index of a corpus, run each pipeline on each question, report.
 
 Indexes built here are cached under `<cache_dir>/eval/<key>` where the key covers the corpus files
-(path, size, mtime), the metadata overlay, the configuration hash and the embedder, so a second run
-re-embeds nothing and re-ingests nothing.
+(path, size, mtime), the metadata overlay, the configuration hash, the embedder and the ingest code, so a
+second run re-embeds nothing and re-ingests nothing, and a changed chunker is never evaluated on an index
+an older one built.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evidex import ingest as ingest_package
 from evidex.admission.gate import Principal
 from evidex.config import Config
 from evidex.embedding.protocol import Embedder
@@ -116,6 +118,14 @@ def corpus_fingerprint(paths: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
+def ingest_code_fingerprint() -> str:
+    """A hash of the source of `evidex.ingest`: what turns files into chunks and what the embedder sees."""
+    h = hashlib.sha256()
+    for p in sorted(Path(ingest_package.__file__).parent.glob("*.py")):
+        h.update(p.name.encode() + b"\x00" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | None, *,
                      embedder: Embedder | None = None, progress: Any = None,
                      log: Callable[[str], None] = lambda _: None) -> Engine:
@@ -125,7 +135,7 @@ def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | No
     # The schema too: an index written by a newer evidex (another checkout sharing the cache) is refused by an
     # older one, which then could not evaluate at all.
     key_parts = [corpus_fingerprint(corpus), corpus_fingerprint([metadata]) if metadata else "-",
-                 config.index_hash(), fingerprint, f"sqlite-schema-{len(MIGRATIONS)}"]
+                 config.index_hash(), fingerprint, f"sqlite-schema-{len(MIGRATIONS)}", ingest_code_fingerprint()]
     key = hashlib.sha256("|".join(key_parts).encode()).hexdigest()[:16]
     index_dir = config.cache_dir / "eval" / key
     engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder)
