@@ -108,6 +108,7 @@ def test_yaml_front_matter_shortcodes_comments_and_anchors(make_engine: EngineFa
     assert chunks[0].text == "Build the container image first."  # tooltip -> its text
     assert "Notes stay readable." in chunks[1].text and "{{" not in chunks[1].text  # note shortcode removed
     assert "# not a heading" in chunks[3].text
+    assert chunks[2].text == "## Rolling out\n\nUse canary rollouts."  # the id marker is markup, not evidence
     assert all("secretword" not in c.text and "<!--" not in c.text for c in chunks)
     assert bm25(engine, "secretword") == []
     assert bm25(engine, "container image") == ["guide.md"]
@@ -283,7 +284,8 @@ def test_html_headings_cite_the_ids_the_page_gives_them(make_engine: EngineFacto
     chunks = chunks_of(engine)
     assert [(c.citation_anchor, c.heading) for c in chunks] == [
         ("custom-id", "Restore steps"), ("verify", "Verify it"), ("clean-up", "Clean up"), ("Überblick", "Überblick")]
-    assert "{#" not in " ".join(c.heading for c in chunks)  # the text keeps the line, as a markdown page does
+    assert "{#" not in " ".join(c.heading + c.text for c in chunks)
+    assert chunks[0].text.startswith("## Restore steps\n")  # the heading line stays, without its id marker
 
 def test_plain_text(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
     corpus = write_corpus({"ops-notes.txt": "# not a heading in text\n\nPlain runbook notes.\n"})

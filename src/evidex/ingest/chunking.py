@@ -4,13 +4,15 @@ Sections are cut at headings; a section longer than `max_chars` is split at para
 word boundaries with `overlap_chars` of overlap; a piece shorter than `min_chars` joins the next piece
 when both fit. A piece inside a section cites that section's anchor (the slug a rendered site gives its
 heading); text with no heading above it cites its exact character range (RFC 5147 `char=START,END`).
+A heading's custom id (`## Rollout {#rollout}`) becomes its anchor and leaves the text, as a rendered page
+shows it: the marker is markup, not evidence.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evidex.ingest.markdown import CleanText, find_headings
+from evidex.ingest.markdown import CUSTOM_ID, CleanText, Heading, find_headings
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,9 @@ class _Section:
 def chunk_text(clean: CleanText, *, max_chars: int, overlap_chars: int, min_chars: int,
                headings: bool = True) -> list[Piece]:
     text = clean.text
-    sections = _sections(text) if headings else [_Section(0, len(text), None, "")]
+    found = find_headings(text) if headings else []
+    sections = _sections(text, found) if headings else [_Section(0, len(text), None, "")]
+    markers = _id_markers(text, found)
     spans: list[tuple[int, int, _Section]] = []
     for section in sections:
         for a, b in _windows(text, section.start, section.end, max_chars, overlap_chars):
@@ -43,12 +47,35 @@ def chunk_text(clean: CleanText, *, max_chars: int, overlap_chars: int, min_char
     for a, b, section in merged:
         src_a, src_b = clean.source_offset(a), clean.source_offset(b - 1) + 1
         anchor = section.anchor or f"char={src_a},{src_b}"
-        pieces.append(Piece(text[a:b], src_a, src_b, anchor, section.heading))
+        pieces.append(Piece(_cut(text, a, b, markers), src_a, src_b, anchor, section.heading))
     return pieces
 
 
-def _sections(text: str) -> list[_Section]:
-    found = find_headings(text)
+def _id_markers(text: str, found: list[Heading]) -> list[tuple[int, int]]:
+    """The spans of the `{#id}` markers that close heading lines."""
+    spans = []
+    for h in found:
+        line_end = text.find("\n", h.start)
+        line_end = len(text) if line_end == -1 else line_end
+        marker = CUSTOM_ID.search(text, h.start, line_end)
+        if marker is not None:
+            spans.append((marker.start(), marker.end()))
+    return spans
+
+
+def _cut(text: str, a: int, b: int, spans: list[tuple[int, int]]) -> str:
+    """text[a:b] without the given spans (sorted, disjoint)."""
+    out, pos = [], a
+    for s, e in spans:
+        if e <= pos or s >= b:
+            continue
+        out.append(text[pos:max(s, pos)])
+        pos = min(e, b)
+    out.append(text[pos:b])
+    return "".join(out)
+
+
+def _sections(text: str, found: list[Heading]) -> list[_Section]:
     bounds = [h.start for h in found] + [len(text)]
     sections = []
     if not found or text[: found[0].start].strip():

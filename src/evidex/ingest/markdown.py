@@ -33,7 +33,7 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
 # module does not see.
 _SETEXT = re.compile(r"(?:\A|(?<=\n\n))(?P<title>(?![\s\-*+>|<#`~]|\d+[.)]\s)[^\n]*\S[^\n]*)\n"
                      r"(?P<line>=+|-+)[ \t]*$", re.M)
-_CUSTOM_ID = re.compile(r"\s*\{#([\w:.-]+)\}\s*$")  # HTML5 ids may be any letters ("Überblick")
+CUSTOM_ID = re.compile(r"[ \t]*\{#([\w:.-]+)\}[ \t]*$", re.M)  # HTML5 ids may be any letters ("Überblick")
 _FENCE = re.compile(r"^(```|~~~)", re.M)
 
 
@@ -133,8 +133,8 @@ def find_headings(text: str) -> list[Heading]:
     for start, level, raw in sorted(found):
         if any(a <= start < b for a, b in fenced):
             continue
-        custom = _CUSTOM_ID.search(raw)
-        title = _CUSTOM_ID.sub("", raw).strip()
+        custom = CUSTOM_ID.search(raw)
+        title = CUSTOM_ID.sub("", raw).strip()
         anchor = custom.group(1) if custom else slugify(title)
         if not custom:  # a repeated id gets -1, -2 ... (the first unused), as GitHub and Hugo do
             base, n = anchor, 0
