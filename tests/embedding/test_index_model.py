@@ -103,3 +103,34 @@ def test_an_evaluation_index_is_rebuilt_when_the_ingest_code_changes(tmp_path: P
     with runner.open_eval_engine(config, [corpus], None, embedder=embedder) as engine:
         paths.append(engine.config.index.path)
     assert paths[0] == paths[1] != paths[2]
+
+
+def test_only_the_most_recently_used_evaluation_indexes_are_kept(tmp_path: Path, embedder: Embedder,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every corpus, configuration or chunker change builds another evaluation index (about 25 MB for k8s);
+    the cache had grown to 84 of them (2.1 GB). Reusing an index counts as a use; one still being built is
+    never removed."""
+    from evidex.config import Config
+    from evidex.evaluation import runner
+
+    monkeypatch.setattr(runner, "KEEP_EVAL_INDEXES", 2)
+    config = Config().replace(embedding={"cache_dir": str(tmp_path / "cache")})
+    corpora = []
+    for name in ("alpha", "beta", "gamma"):
+        corpus = tmp_path / name
+        corpus.mkdir()
+        (corpus / "a.md").write_text(f"# {name}\n\n{name} restarts nightly.\n", encoding="utf-8")
+        corpora.append(corpus)
+    building = config.cache_dir / "eval" / "still-building"
+    building.mkdir(parents=True)
+
+    def index_of(corpus: Path) -> Path:
+        with runner.open_eval_engine(config, [corpus], None, embedder=embedder) as engine:
+            return Path(engine.config.index.path)
+
+    alpha, beta = index_of(corpora[0]), index_of(corpora[1])
+    assert index_of(corpora[0]) == alpha  # reused: now the most recent
+    gamma = index_of(corpora[2])
+    assert sorted(p.name for p in (config.cache_dir / "eval").iterdir()) == sorted(
+        [alpha.name, gamma.name, "still-building"])
+    assert not beta.exists()

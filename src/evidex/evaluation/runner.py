@@ -3,13 +3,15 @@
 Indexes built here are cached under `<cache_dir>/eval/<key>` where the key covers the corpus files
 (path, size, mtime), the metadata overlay, the configuration hash, the embedder and the ingest code, so a
 second run re-embeds nothing and re-ingests nothing, and a changed chunker is never evaluated on an index
-an older one built.
+an older one built. Only the `KEEP_EVAL_INDEXES` most recently used indexes are kept (a k8s index is about
+25 MB, and every corpus, configuration or chunker change builds another).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import statistics
 import time
@@ -34,7 +36,8 @@ from evidex.stores.sqlite import MIGRATIONS
 from evidex.trace import StageSwitches
 from evidex.types import Chunk, RetrievalMode
 
-READY_MARKER = "READY"
+READY_MARKER = "READY"  # written when an index is complete; its mtime is the index's last use
+KEEP_EVAL_INDEXES = 16
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,20 @@ def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | No
         (index_dir / READY_MARKER).write_text(json.dumps(report.to_dict()))
     else:
         log(f"reusing evaluation index {index_dir}")
+        os.utime(index_dir / READY_MARKER)
+    for removed in prune_eval_cache(index_dir.parent, KEEP_EVAL_INDEXES):
+        log(f"removed evaluation index {removed}: not among the {KEEP_EVAL_INDEXES} most recently used")
     return engine
+
+
+def prune_eval_cache(root: Path, keep: int) -> list[Path]:
+    """Delete all but the `keep` most recently used complete indexes under `root`; an index still being built
+    (no marker yet) is never touched."""
+    complete = [d for d in root.iterdir() if (d / READY_MARKER).is_file()]
+    complete.sort(key=lambda d: (d / READY_MARKER).stat().st_mtime_ns, reverse=True)
+    for d in complete[keep:]:
+        shutil.rmtree(d, ignore_errors=True)
+    return complete[keep:]
 
 
 def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[str], *, k: int = 10,
