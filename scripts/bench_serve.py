@@ -2,7 +2,7 @@
 1, 2, 4, 8 and 16 clients, beside the in-process floor (`Engine.run` with no HTTP).
 
     python scripts/bench_serve.py [--requests 160] [--clients 1,2,4,8,16] \
-        [--server NAME=SRC_DIR ...] [--data ../shared/data/k8s]
+        [--server NAME=SRC_DIR[:WORKERS] ...] [--data ../shared/data/k8s]
 
 Serves the k8s documentation with its metadata overlay: the index `evidex eval` builds and caches (built here
 once if it is missing; embeddings come from the embedding cache), copied to a temporary folder so that the
@@ -11,11 +11,12 @@ sent is made with `evidex keys create`; each server is `evidex serve` on a free 
 operator runs it). After one warm-up round, N client threads (one keep-alive connection each) send the 32
 questions round robin, `--requests` per level. An error is any response but 200 (a 429 is counted apart) or a
 failed connection. RSS is the server's resident memory after each level, CPU its user + system time over the
-level's wall time (Linux /proc; 200% is both cores). The floor is the same questions, one at a time, in a process
-of the same evidex without HTTP.
+level's wall time (Linux /proc; 200% is both cores), both summed over its processes (uvicorn's supervisor and
+workers). The floor is the same questions, one at a time, in a process of the same evidex without HTTP.
 
-`--server NAME=SRC_DIR` (repeatable) serves the evidex under SRC_DIR (e.g. `before=../main/src`): every level
-runs on each server in turn (alternating which goes first), so a before/after comparison shares one run's noise.
+`--server NAME=SRC_DIR[:WORKERS]` (repeatable) serves the evidex under SRC_DIR (e.g. `before=../main/src`) with
+`serve --workers WORKERS` (default 1; `--server one=src --server two=src:2` compares them): every level runs on
+each server in turn (alternating which goes first), so a before/after comparison shares one run's noise.
 The machine is small (2 cores) and shared: compare the rows of one run, not runs.
 """
 
@@ -60,6 +61,7 @@ class Server:
     name: str
     src: Path
     work: Path
+    workers: int = 1
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
     log: Path = field(init=False)
@@ -91,7 +93,8 @@ class Server:
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", ENTRY, "serve", "--index", str(index), "--keys", str(keys),
-                 "--port", str(self.port)], env=self.env(), stdout=log, stderr=subprocess.STDOUT)
+                 "--port", str(self.port), "--workers", str(self.workers)], env=self.env(), stdout=log,
+                stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -106,18 +109,37 @@ class Server:
             time.sleep(0.2)
         raise RuntimeError(f"server {self.name} did not answer /v1/health in 120 s:\n{self.log_tail()}")
 
-    def rss_mb(self) -> tuple[float, float]:
-        """(resident now, peak) in MB, from /proc."""
+    def pids(self) -> list[int]:
+        """The server's process and its descendants (uvicorn's workers), from /proc."""
         assert self.process is not None
-        fields = dict(line.split(":", 1) for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines()
-                      if ":" in line)
-        return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+        parents: dict[int, int] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                parents[int(stat.parent.name)] = int(stat.read_text().rpartition(")")[2].split()[1])
+            except (OSError, ValueError):
+                continue  # exited meanwhile
+        tree = [self.process.pid]
+        for pid in tree:
+            tree += [child for child, parent in parents.items() if parent == pid]
+        return tree
+
+    def rss_mb(self) -> tuple[float, float]:
+        """(resident now, peak) in MB over the server's processes, from /proc."""
+        now = peak = 0.0
+        for pid in self.pids():
+            fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if ":" in line)
+            now += int(fields["VmRSS"].split()[0]) / 1024
+            peak += int(fields["VmHWM"].split()[0]) / 1024
+        return now, peak
 
     def cpu_s(self) -> float:
-        """CPU seconds (user + system) the server has used so far, from /proc."""
-        assert self.process is not None
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU seconds (user + system) the server's processes have used so far, from /proc."""
+        total = 0
+        for pid in self.pids():
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
 
     def log_tail(self, lines: int = 20) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:]) if self.log.exists() else ""
@@ -225,15 +247,16 @@ def copy_index(source: Path, target: Path) -> None:
         src.backup(dst)
 
 
-def parse_servers(given: Sequence[str]) -> list[tuple[str, Path]]:
+def parse_servers(given: Sequence[str]) -> list[tuple[str, Path, int]]:
     if not given:
-        return [("serve", ROOT / "src")]
+        return [("serve", ROOT / "src", 1)]
     out = []
     for item in given:
-        name, sep, src = item.partition("=")
-        if not sep or not name or not (Path(src) / "evidex").is_dir():
-            raise SystemExit(f"--server {item!r}: give NAME=SRC_DIR, SRC_DIR holding the evidex package")
-        out.append((name, Path(src).resolve()))
+        name, sep, rest = item.partition("=")
+        src, _, workers = rest.partition(":")
+        if not sep or not name or not (Path(src) / "evidex").is_dir() or not (workers or "1").isdigit():
+            raise SystemExit(f"--server {item!r}: give NAME=SRC_DIR[:WORKERS], SRC_DIR holding the evidex package")
+        out.append((name, Path(src).resolve(), int(workers or "1")))
     return out
 
 
@@ -279,8 +302,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=160, help="requests per concurrency level")
     parser.add_argument("--clients", default="1,2,4,8,16", help="concurrency levels, comma-separated")
-    parser.add_argument("--server", action="append", default=[], metavar="NAME=SRC_DIR",
-                        help="serve the evidex under SRC_DIR (repeatable; default: this checkout)")
+    parser.add_argument("--server", action="append", default=[], metavar="NAME=SRC_DIR[:WORKERS]",
+                        help="serve the evidex under SRC_DIR with WORKERS processes (repeatable; default: this "
+                             "checkout, one process)")
     parser.add_argument("--data", type=Path, default=DATA, help="the k8s data set (docs/, overlay.jsonl, questions)")
     parser.add_argument("--floor", type=Path, metavar="INDEX", help="only print the in-process floor on INDEX (JSON)")
     args = parser.parse_args()
@@ -299,7 +323,7 @@ def main() -> None:
     engine.close()
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         work = Path(tmp)
-        servers = [Server(name, src, work / name) for name, src in named]
+        servers = [Server(name, src, work / name, workers) for name, src, workers in named]
         try:
             for server in servers:
                 server.work.mkdir()
@@ -313,10 +337,12 @@ def main() -> None:
             for server in servers:
                 copy_index(cached, server.work / "index")
                 server.start(server.work / "index", keys)
-                warm = drive(server.port, key, questions, 1, len(questions))
-                if warm.statuses != Counter({"200": len(questions)}):
+                # several connections at once, so that every worker takes some
+                warm = drive(server.port, key, questions, 2 * server.workers, len(questions) * server.workers)
+                if warm.statuses != Counter({"200": len(questions) * server.workers}):
                     raise RuntimeError(f"warm-up on {server.name}: {dict(warm.statuses)}\n{server.log_tail()}")
-                print(f"{server.name}: serving {server.src} on port {server.port}, RSS after warm-up "
+                print(f"{server.name}: serving {server.src} on port {server.port} ({server.workers} worker(s)), "
+                      f"RSS after warm-up "
                       f"{server.rss_mb()[0]:.0f} MB", flush=True)
             report(servers, run_levels(servers, key, questions, levels, args.requests))
         finally:

@@ -13,7 +13,7 @@ from interfaces_support import TickClock, WallClock
 from evidex.admission.gate import Principal
 from evidex.errors import ConfigError
 from evidex.interfaces import keys as keys_module
-from evidex.interfaces.keys import KeyStore, RateLimiter
+from evidex.interfaces.keys import KeyStore, RateLimiter, rates_path
 
 
 def test_create_then_authenticate(keys: KeyStore) -> None:
@@ -164,3 +164,29 @@ def test_two_stores_on_one_file_see_each_other(tmp_path: Path) -> None:
             server.create("agent", "alice", ["x"])
         cli.revoke("agent")
         assert server.authenticate(plaintext) is None
+
+
+def test_limiters_on_one_file_share_each_keys_bucket(tmp_path: Path, tick_clock: TickClock) -> None:
+    """Two limiters on one file are two server processes on one key file (`serve --workers`, or `serve` beside
+    `mcp --transport http`): a key's rate is shared, not given whole to each."""
+    path = rates_path(tmp_path / "keys.sqlite")
+    with RateLimiter(path, clock=tick_clock) as one, RateLimiter(path, clock=tick_clock) as two:
+        assert [one.acquire("a", 4).allowed, two.acquire("a", 4).allowed, one.acquire("a", 4).allowed,
+                two.acquire("a", 4).allowed, one.acquire("a", 4).allowed, two.acquire("a", 4).allowed] == [
+            True, True, True, True, False, False]
+        tick_clock.advance(15)  # one request's worth
+        assert two.acquire("a", 4).allowed and not one.acquire("a", 4).allowed
+    with RateLimiter(path, clock=tick_clock) as restarted:  # a restart does not refill the bucket
+        assert not restarted.acquire("a", 4).allowed
+    assert path.name == "keys.rates.sqlite"
+
+
+def test_a_clock_stepped_back_neither_refills_nor_blocks(tmp_path: Path, tick_clock: TickClock) -> None:
+    """Wall-clock time (the one clock processes share) can step back: the bucket neither gains nor goes into
+    debt for the lost time."""
+    with RateLimiter(tmp_path / "rates.sqlite", clock=tick_clock) as limiter:
+        assert [limiter.acquire("a", 2).allowed for _ in range(3)] == [True, True, False]
+        tick_clock.advance(-3600)  # another process's clock behind, or NTP stepping back
+        assert not limiter.acquire("a", 2).allowed
+        tick_clock.advance(30)  # one request's worth after the step, not an hour and 30 s
+        assert limiter.acquire("a", 2).allowed

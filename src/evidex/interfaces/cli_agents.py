@@ -21,7 +21,7 @@ from rich.table import Table
 
 from evidex.errors import BackendUnavailable
 from evidex.interfaces import tool
-from evidex.interfaces.keys import DEFAULT_RATE_PER_MIN, KEYS_FILE, KeyStore
+from evidex.interfaces.keys import DEFAULT_RATE_PER_MIN, KEYS_FILE, KeyStore, RateLimiter, rates_path
 
 KeysOpt = Annotated[Path | None, typer.Option("--keys", help=f"API key file (default: <index>/{KEYS_FILE})",
                                               envvar="EVIDEX_KEYS_FILE")]
@@ -71,11 +71,14 @@ def serve_cmd(
     port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8700,
     max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", min=256)] = 16384,
     max_k: Annotated[int, typer.Option("--max-k", min=1, max=tool.MAX_K)] = tool.MAX_K,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=64,
+                                         help="processes, each with its own engine (about one core each); "
+                                              "a key's rate is shared by all of them")] = 1,
     config: ConfigOpt = None, index: IndexOpt = None, keys: KeysOpt = None,
 ) -> None:
     """Serve the HTTP API (POST /v1/search_with_reasoning) and the web inspector at /."""
     run(_check_server_deps)
-    from evidex.interfaces.http import create_app, serve
+    from evidex.interfaces.http import create_app, serve, serve_workers
 
     if not _is_loopback(host):
         err.print(f"[yellow]binding {escape(host)}[/]: serve plain HTTP only behind a TLS-terminating proxy",
@@ -84,9 +87,18 @@ def serve_cmd(
         if not any(r.is_valid(store.now()) for r in store.list()):
             err.print(f"[yellow]no valid API key in {escape(str(store.path))}[/]: create one with "
                       "`evidex keys create NAME --principal WHO --label LABEL`", highlight=False, soft_wrap=True)
-        err.print(f"evidex: API and inspector on http://{escape(host)}:{port}/ (keys: {escape(str(store.path))})",
-                  highlight=False, soft_wrap=True)
-        serve(create_app(engine, store, max_body_bytes=max_body_bytes, max_k=max_k), host=host, port=port)
+        processes = f", {workers} workers" if workers > 1 else ""
+        err.print(f"evidex: API and inspector on http://{escape(host)}:{port}/ (keys: {escape(str(store.path))}"
+                  f"{processes})", highlight=False, soft_wrap=True)
+        if workers == 1:
+            with RateLimiter(rates_path(store.path)) as limiter:
+                serve(create_app(engine, store, max_body_bytes=max_body_bytes, max_k=max_k, limiter=limiter),
+                      host=host, port=port)
+            return
+        settings = {"config": str(config.resolve()) if config else None,
+                    "index": str(engine.config.index_dir.resolve()), "keys": str(store.path.resolve()),
+                    "max_body_bytes": max_body_bytes, "max_k": max_k}
+    serve_workers(settings, workers=workers, host=host, port=port)
 
 
 def mcp_cmd(

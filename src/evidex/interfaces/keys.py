@@ -11,8 +11,8 @@ Rotation issues a new key under the same name and lets the old one work until `n
 stops every key of a name at once. `authenticate` reads the file each time, so `evidex keys revoke` takes
 effect in a running server on its next request.
 
-The rate limiter is a token bucket per key name, in memory: a rotated key shares its bucket with the key
-it replaces.
+The rate limiter is a token bucket per key name, kept in a file beside the keys so that every server process
+shares it: a rotated key shares its bucket with the key it replaces.
 """
 
 from __future__ import annotations
@@ -286,33 +286,63 @@ class RateDecision:
 
 class RateLimiter:
     """A token bucket per key name: `rate_per_min` requests in a burst, refilled continuously at
-    `rate_per_min / 60` per second. Thread-safe, in memory (per process)."""
+    `rate_per_min / 60` per second.
 
-    MAX_BUCKETS = 10_000
+    The buckets live in a SQLite file (a server's is `rates_path(keys file)`), so every process serving one key
+    file draws on one bucket per key: the workers of `serve --workers N`, or `serve` beside
+    `mcp --transport http`, had each given a key its whole rate. A restart does not refill them either. Each
+    request is one short write transaction (WAL, not synced: a crash can only forget recent use, that is,
+    refill). `clock` is wall-clock seconds, which every process shares; a clock stepped back refills
+    nothing. Without a path the buckets are in memory, for one process. Thread-safe."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    PRUNE_EVERY = 1000  # requests between deletions of buckets idle for a minute (full again: forgetting is exact)
+
+    def __init__(self, path: str | Path = ":memory:", clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._buckets: dict[str, tuple[float, float]] = {}  # name -> (tokens, at)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10)
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS rate_buckets "
+                         "(name TEXT PRIMARY KEY, tokens REAL NOT NULL, at REAL NOT NULL)")
+        self._requests = 0
 
     def acquire(self, name: str, rate_per_min: int) -> RateDecision:
         capacity = float(max(1, rate_per_min))
         per_s = capacity / 60.0
         with self._lock:
-            now = self._clock()
-            tokens, at = self._buckets.get(name, (capacity, now))
-            tokens = min(capacity, tokens + (now - at) * per_s)
-            if tokens >= 1.0:
-                self._buckets[name] = (tokens - 1.0, now)
-                self._prune(now)
-                return RateDecision(True, 0.0, int(tokens - 1.0))
-            self._buckets[name] = (tokens, now)
-            return RateDecision(False, (1.0 - tokens) / per_s, 0)
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                now = self._clock()
+                row = self._db.execute("SELECT tokens, at FROM rate_buckets WHERE name = ?", (name,)).fetchone()
+                tokens, at = (float(row[0]), float(row[1])) if row is not None else (capacity, now)
+                tokens = min(capacity, tokens + max(0.0, now - at) * per_s)
+                allowed = tokens >= 1.0
+                if allowed:
+                    tokens -= 1.0
+                self._db.execute("INSERT INTO rate_buckets (name, tokens, at) VALUES (?, ?, ?) ON CONFLICT (name) "
+                                 "DO UPDATE SET tokens = excluded.tokens, at = excluded.at", (name, tokens, now))
+                self._requests += 1
+                if self._requests % self.PRUNE_EVERY == 0:
+                    self._db.execute("DELETE FROM rate_buckets WHERE at < ?", (now - 60.0,))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        if allowed:
+            return RateDecision(True, 0.0, int(tokens))
+        return RateDecision(False, (1.0 - tokens) / per_s, 0)
 
-    def _prune(self, now: float) -> None:
-        if len(self._buckets) <= self.MAX_BUCKETS:
-            return
-        # Forget buckets idle for over a minute: they have refilled, so forgetting them changes nothing.
-        stale = [name for name, (_, at) in self._buckets.items() if now - at > 60.0]
-        for name in stale:
-            del self._buckets[name]
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> RateLimiter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def rates_path(keys_path: Path) -> Path:
+    """Where the servers of the key file `keys_path` keep their rate buckets (beside it: keys.rates.sqlite)."""
+    return keys_path.with_name(f"{keys_path.stem}.rates.sqlite")

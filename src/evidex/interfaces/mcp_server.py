@@ -34,7 +34,7 @@ from evidex.admission.gate import Principal
 from evidex.engine import Engine
 from evidex.errors import AccessDenied, BackendUnavailable, EmbeddingError, EvidexError, StageError
 from evidex.interfaces import tool
-from evidex.interfaces.keys import KeyRecord, KeyStore, RateLimiter
+from evidex.interfaces.keys import KeyRecord, KeyStore, RateLimiter, rates_path
 
 log = logging.getLogger("evidex.mcp")
 
@@ -174,8 +174,9 @@ def run_http(engine: Engine, keys: KeyStore, *, host: str = "127.0.0.1", port: i
 
     from evidex.interfaces.http import log_config
 
-    uvicorn.run(http_app(engine, keys, host=host), host=host, port=port, log_config=log_config(),
-                server_header=False, proxy_headers=False)
+    with RateLimiter(rates_path(keys.path)) as limiter:  # the buckets `evidex serve` draws on too
+        uvicorn.run(http_app(engine, keys, host=host, limiter=limiter), host=host, port=port,
+                    log_config=log_config(), server_header=False, proxy_headers=False)
 
 
 def main() -> None:
