@@ -435,6 +435,21 @@ def test_reingesting_unchanged_documents_is_a_no_op(make_engine: EngineFactory,
     assert engine.store.snapshot_id() == snapshot
 
 
+def test_an_upgraded_chunker_rechunks_unchanged_documents(make_engine: EngineFactory, write_corpus: CorpusWriter,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documents are skipped by a hash of their text, provenance and chunking settings; without the ingest code
+    in it, an index kept the old chunker's chunks for every unchanged file after an upgrade."""
+    from evidex.ingest import run as ingest_run
+
+    corpus = write_corpus(SMALL)
+    engine = make_engine()
+    engine.ingest([corpus])
+    monkeypatch.setattr(ingest_run, "ingest_code_fingerprint", lambda: "a-newer-chunker")
+    report = engine.ingest([corpus])
+    assert (report.replaced_documents, report.unchanged_documents, report.embedded) == (3, 0, 0)
+    assert engine.ingest([corpus]).unchanged_documents == 3
+
+
 def test_a_changed_document_replaces_its_chunks(make_engine: EngineFactory,
                                                write_corpus: CorpusWriter) -> None:
     corpus = write_corpus(SMALL)

@@ -90,6 +90,7 @@ def test_an_evaluation_index_is_rebuilt_when_the_ingest_code_changes(tmp_path: P
     a hash of the ingest code, so the same code reuses the index and changed code builds its own."""
     from evidex.config import Config
     from evidex.evaluation import runner
+    from evidex.ingest import run as ingest_run
 
     corpus = tmp_path / "docs"
     corpus.mkdir()
@@ -99,7 +100,7 @@ def test_an_evaluation_index_is_rebuilt_when_the_ingest_code_changes(tmp_path: P
     for _ in range(2):
         with runner.open_eval_engine(config, [corpus], None, embedder=embedder) as engine:
             paths.append(engine.config.index.path)
-    monkeypatch.setattr(runner, "ingest_code_fingerprint", lambda: "a-changed-chunker")
+    monkeypatch.setattr(ingest_run, "ingest_code_fingerprint", lambda: "a-changed-chunker")
     with runner.open_eval_engine(config, [corpus], None, embedder=embedder) as engine:
         paths.append(engine.config.index.path)
     assert paths[0] == paths[1] != paths[2]

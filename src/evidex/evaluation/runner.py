@@ -21,7 +21,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from evidex import ingest as ingest_package
 from evidex.admission.gate import Principal
 from evidex.config import Config
 from evidex.embedding.protocol import Embedder
@@ -31,6 +30,7 @@ from evidex.evaluation.datasets import Question
 from evidex.evaluation.gate_audit import GateAudit
 from evidex.evaluation.signal_check import check_signals, quality
 from evidex.evidence.plan import EvidencePlan, RequiredFamily, explicit_plan
+from evidex.ingest import run as ingest_run
 from evidex.pipeline import SearchRequest
 from evidex.stores.sqlite import MIGRATIONS
 from evidex.trace import StageSwitches
@@ -121,14 +121,6 @@ def corpus_fingerprint(paths: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
-def ingest_code_fingerprint() -> str:
-    """A hash of the source of `evidex.ingest`: what turns files into chunks and what the embedder sees."""
-    h = hashlib.sha256()
-    for p in sorted(Path(ingest_package.__file__).parent.glob("*.py")):
-        h.update(p.name.encode() + b"\x00" + p.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | None, *,
                      embedder: Embedder | None = None, progress: Any = None,
                      log: Callable[[str], None] = lambda _: None) -> Engine:
@@ -138,7 +130,8 @@ def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | No
     # The schema too: an index written by a newer evidex (another checkout sharing the cache) is refused by an
     # older one, which then could not evaluate at all.
     key_parts = [corpus_fingerprint(corpus), corpus_fingerprint([metadata]) if metadata else "-",
-                 config.index_hash(), fingerprint, f"sqlite-schema-{len(MIGRATIONS)}", ingest_code_fingerprint()]
+                 config.index_hash(), fingerprint, f"sqlite-schema-{len(MIGRATIONS)}",
+                 ingest_run.ingest_code_fingerprint()]
     key = hashlib.sha256("|".join(key_parts).encode()).hexdigest()[:16]
     index_dir = config.cache_dir / "eval" / key
     engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder)

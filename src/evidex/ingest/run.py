@@ -2,12 +2,14 @@
 
 Nothing reaches the store until the whole batch is ready; the store then applies it in one
 transaction. A document that fails to load becomes a dead letter and the rest of the batch still lands.
-An unchanged document (same text, provenance and chunking) is skipped.
+An unchanged document (same text, provenance, chunking settings and ingest code) is skipped: after an upgrade
+that chunks differently, the next ingest re-chunks every document (re-embedding only text it never saw).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -16,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -65,9 +68,19 @@ def embedding_text(chunk: Chunk) -> str:
     return f"{chunk.title}\n{chunk.text}" if chunk.title and not chunk.text.startswith(chunk.title) else chunk.text
 
 
+@functools.cache
+def ingest_code_fingerprint() -> str:
+    """A hash of the source of `evidex.ingest`: what turns files into chunks and what the embedder sees."""
+    h = hashlib.sha256()
+    for p in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(p.name.encode() + b"\x00" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def doc_hash(doc: Document, chunking: ChunkingConfig) -> str:
     p = doc.provenance
     meta = json.dumps({"title": doc.title, "source": doc.source, "fmt": doc.fmt, "chunking": vars(chunking),
+                       "ingest_code": ingest_code_fingerprint(),
                        "provenance": {k: (format_time(v) if isinstance(v, datetime) else v)
                                       for k, v in vars(p).items()}}, sort_keys=True, default=list)
     return hashlib.sha256((meta + "\x00" + doc.text).encode()).hexdigest()
