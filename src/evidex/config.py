@@ -89,6 +89,9 @@ class EvidenceConfig:
     # re-query, it may be off-topic. 0.4 flags about as many of the dev sets' own questions as an unweighted 0.5
     # did (1-3%) and 6-16 points more of the questions asked of another set's index (scripts/eval_offtopic.py).
     min_question_word_share: float = 0.4
+    # A covered answer whose confidence (the fitted quality estimate) is below this, with some of the question's
+    # words in no evidence, recommends re-query, not proceed (a near miss the word check lets through).
+    min_proceed_confidence: float = 0.2
     grade_correct: float = 0.55
     grade_incorrect: float = 0.15
 
@@ -293,7 +296,7 @@ def _validate(name: str, section: Any) -> None:
         check_device("evidence.cross_encoder_device", section.cross_encoder_device)
         if min(section.pool_size, section.wide_limit, section.max_aspects + 1) < 1:
             raise ConfigError("config keys 'evidence.pool_size' and 'evidence.wide_limit' must be >= 1")
-        for key in ("requery_threshold", "min_question_word_share"):
+        for key in ("requery_threshold", "min_question_word_share", "min_proceed_confidence"):
             if not 0 <= getattr(section, key) <= 1:
                 raise ConfigError(f"config key 'evidence.{key}' must be between 0 and 1")
     if isinstance(section, IndexConfig) and section.backend not in {"sqlite", "milvus"}:

@@ -243,6 +243,7 @@ class Engine:
                             embedding_model=self.embedder.fingerprint, chunk_size=self.config.chunking.max_chars,
                             visibility=visibility, requery_threshold=self.config.evidence.requery_threshold,
                             min_question_word_share=self.config.evidence.min_question_word_share,
+                            min_proceed_confidence=self.config.evidence.min_proceed_confidence,
                             default_owner=self.config.gate.default_owner or None)
         return build_result(outcome, ctx, verified)
 

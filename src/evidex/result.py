@@ -36,6 +36,7 @@ class ResultContext:
     visibility: RejectionVisibility
     requery_threshold: float = EvidenceConfig.requery_threshold  # the config's defaults, stated once
     min_question_word_share: float = EvidenceConfig.min_question_word_share
+    min_proceed_confidence: float = EvidenceConfig.min_proceed_confidence
     default_owner: str | None = None
 
 
@@ -93,9 +94,11 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
                          "chunks": [_chunk(c, outcome, verifications) for c in group]})
     nest = nesting(outcome)  # both the coverage and the confidence features read it
     cov = coverage(outcome, nest)
-    rec = recommend(outcome, cov, threshold=ctx.requery_threshold, min_question_word_share=ctx.min_question_word_share,
-                    default_owner=ctx.default_owner)
     feats = features(outcome, nest)
+    confidence = round(bounded_confidence(outcome, feats), 4)
+    rec = recommend(outcome, cov, threshold=ctx.requery_threshold, min_question_word_share=ctx.min_question_word_share,
+                    confidence=confidence, min_proceed_confidence=ctx.min_proceed_confidence,
+                    default_owner=ctx.default_owner)
     gate = outcome.gate
     rejected = gate.to_dict(ctx.visibility) if gate is not None else None
     if rejected is not None:
@@ -136,7 +139,7 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
         "expanded": [list(pair) for pair in outcome.expanded],
         "rejected": rejected,
         "signals": {
-            "confidence": round(bounded_confidence(outcome, feats), 4),
+            "confidence": confidence,
             "features": {k: round(v, 4) for k, v in sorted(feats.items())},
             "source_diversity": source_diversity(outcome),
             "coverage": cov,

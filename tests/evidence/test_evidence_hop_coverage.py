@@ -29,7 +29,8 @@ def _coverage(tmp_path: Path, corpus: list, question: str = CHAINED) -> tuple[di
         parts = PipelineParts(store=store, encode=constant_encoder, config=Config())
         outcome = run_search(parts, SearchRequest(question, mode=RetrievalMode.BM25))
         cov = coverage(outcome)
-        return cov, recommend(outcome, cov, threshold=0.7, min_question_word_share=WORD_SHARE, default_owner=None)
+        return cov, recommend(outcome, cov, threshold=0.7, min_question_word_share=WORD_SHARE, confidence=1.0,
+                              min_proceed_confidence=0.2, default_owner=None)
     finally:
         store.close()
 
@@ -63,7 +64,8 @@ def test_a_relative_clause_without_a_named_start_is_no_hop(tmp_path: Path) -> No
     assert outcome.plan.chained and not outcome.plan.aspects
     cov = coverage(outcome)
     assert HOP_ASPECT not in cov["aspects_missing"] + cov["aspects_covered"]
-    rec = recommend(outcome, cov, threshold=0.7, min_question_word_share=WORD_SHARE, default_owner=None)
+    rec = recommend(outcome, cov, threshold=0.7, min_question_word_share=WORD_SHARE, confidence=1.0,
+                    min_proceed_confidence=0.2, default_owner=None)
     assert rec.action == "proceed"
 
 
@@ -83,7 +85,8 @@ def test_a_when_clause_that_describes_no_entity_is_no_hop(tmp_path: Path) -> Non
     assert outcome.plan.chained and outcome.plan.aspects and described_entities(outcome.request.query) == 0
     cov = coverage(outcome)
     assert HOP_ASPECT not in cov["aspects_missing"] + cov["aspects_covered"]
-    rec = recommend(outcome, cov, threshold=0.7, min_question_word_share=WORD_SHARE, default_owner=None)
+    rec = recommend(outcome, cov, threshold=0.7, min_question_word_share=WORD_SHARE, confidence=1.0,
+                    min_proceed_confidence=0.2, default_owner=None)
     assert rec.action == "proceed"
 
 @pytest.mark.parametrize(("question", "described"), [
