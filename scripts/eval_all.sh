@@ -23,6 +23,11 @@ $E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind/questions.jsonl --pipe
   --json "$OUT/k8s-blind-auto.json" | tee "$OUT/k8s-blind-auto.txt"
 $E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind/questions.jsonl --pipelines hybrid,full --plan oracle \
   --json "$OUT/k8s-blind-oracle.json" | tee "$OUT/k8s-blind-oracle.txt"
+# A second blind set, written after the first had become a development set (eval/k8s-blind-2/README.md).
+$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-2/questions.jsonl --pipelines "$P" --plan auto \
+  --json "$OUT/k8s-blind-2-auto.json" | tee "$OUT/k8s-blind-2-auto.txt"
+$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-2/questions.jsonl --pipelines hybrid,full --plan oracle \
+  --json "$OUT/k8s-blind-2-oracle.json" | tee "$OUT/k8s-blind-2-oracle.txt"
 $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --metadata "$D/k8s/overlay.jsonl" \
   --principal-labels engineering-read --retrieved-at 2026-11-30T00:00:00Z --pipelines hybrid,full \
   --json "$OUT/k8s-gate.json" | tee "$OUT/k8s-gate.txt"
