@@ -21,7 +21,7 @@ from evidex.config import Config
 from evidex.evidence.assemble import expand_neighbours
 from evidex.evidence.bridge import BridgeSearch, bridge, named_pages
 from evidex.evidence.grade import Graded, GradeThresholds, grade, grade_of
-from evidex.evidence.plan import EvidencePlan, QuestionShape, RequiredFamily, plan_question
+from evidex.evidence.plan import EvidencePlan, QuestionShape, RequiredFamily, plan_question, with_term_weights
 from evidex.evidence.rescue import rescue
 from evidex.evidence.reserve import reserve
 from evidex.evidence.words import speaks_of
@@ -159,6 +159,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             plan = with_known_evidence(plan, {focused.name: tuple(
                 h.record_id for h in focus_hits if h.record_id in chunks and speaks_of(chunks[h.record_id],
                                                                                         focused.name))})
+        plan = with_term_weights(plan, pool)
         st.n_out = len(pool)
         st.decisions = {"queries": len(queries), "hits": [len(x) for x in lists]}
 

@@ -236,3 +236,27 @@ def test_grade_properties(ranked: list[Candidate], labels: list[str], k: int) ->
     assert len(set(graded.restored)) == len(graded.restored)
     assert [c.score for c in out] == sorted((c.score for c in out), reverse=True)
     assert set(graded.grades) == set(out_ids)
+
+
+def test_a_phrase_aspect_is_met_by_its_rare_words_not_the_pools_common_ones() -> None:
+    """"they should be capped at 50 pods" had reserved the pod lifecycle page, which holds "pods" and "50"
+    (two of three terms) but says nothing of a cap. Weighted by rarity among the pool's candidates, the words
+    every candidate holds count for little: the page that holds "capped" meets the aspect, and the lifecycle
+    page no longer does."""
+    from evidex.evidence.plan import EvidencePlan, PlanSource, terms, with_term_weights
+
+    common = [cand(make_chunk(f"p{i}", f"Pods restart; 50 pods per node is typical, page {i}."), 0.5)
+              for i in range(30)]
+    lifecycle = cand(make_chunk("lifecycle", "A pod moves through phases; at most 50 pods are shown."), 0.9)
+    quota = cand(make_chunk("quota", "The namespace is capped: a quota limits how many objects it may hold."), 0.4)
+    pool = [lifecycle, *common, quota]
+    aspect = "they should be capped at 50 pods"
+    plan = EvidencePlan((RequiredFamily(aspect, aspect, aspect_terms=terms(aspect)),), (aspect,), PlanSource.AUTO)
+    plain = plan.families[0]
+    assert plain.matches(lifecycle.chunk) and not plain.matches(quota.chunk)  # two of three terms, or one
+    weighted = with_term_weights(plan, pool).families[0]
+    assert not weighted.matches(lifecycle.chunk) and weighted.matches(quota.chunk)
+    assert reserve(pool, [weighted], k=3, max_per_doc=1).reserved == {aspect: "quota"}
+    # names and identifiers keep their plain match: a page titled by a name is its evidence however common
+    named = RequiredFamily("Pods", "Pods", aspect_terms=terms("Pods"), entity=True)
+    assert with_term_weights(EvidencePlan((named,), ("Pods",), PlanSource.AUTO), pool).families[0] == named

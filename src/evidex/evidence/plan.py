@@ -10,7 +10,9 @@ Unknown shapes never fail: a question with no usable aspect gets an empty plan a
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -19,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from evidex.retrieval.lexical import STOPWORDS
-from evidex.types import Chunk
+from evidex.types import Candidate, Chunk
 
 
 class PlanSource(enum.Enum):
@@ -93,6 +95,32 @@ def chunk_terms(chunk: Chunk) -> tuple[frozenset[str], frozenset[str]]:
 
 _MIN_TERM_SHARE = 0.6  # an automatic aspect is met by a chunk holding this share of its terms
 
+
+def rarity(frequency: int, candidates: int) -> float:
+    """A word's weight among `candidates` texts of which `frequency` hold it (an IDF): a word every candidate
+    holds says little of which one a question is about. Fewer than ten candidates say little of rarity."""
+    n = max(candidates, 10)
+    return math.log(1 + (n + 1) / (frequency + 1))
+
+
+def with_term_weights(plan: EvidencePlan, candidates: Sequence[Candidate]) -> EvidencePlan:
+    """`plan` with the terms of each phrase aspect (not a name, not an identifier) weighted by their rarity among
+    `candidates`, the request's pool: "they should be capped at 50 pods" is then met by a chunk holding
+    "capped", not by every page that says "pods" and "50"."""
+    phrases = [f for f in plan.families if f.aspect_terms and not (f.entity or f.verbatim)]
+    if not phrases:
+        return plan
+    wanted = {t for f in phrases for t in f.aspect_terms}
+    frequency = dict.fromkeys(wanted, 0)
+    for c in candidates:
+        for t in wanted & chunk_terms(c.chunk)[0]:
+            frequency[t] += 1
+    families = tuple(dataclasses.replace(f, term_weights=tuple(rarity(frequency[t], len(candidates))
+                                                                for t in f.aspect_terms))
+                     if any(f is p for p in phrases) else f for f in plan.families)
+    return dataclasses.replace(plan, families=families)
+
+
 _COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")  # "long-running": words, not an identifier
 _ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]?", re.I)  # "e.g", "i.e."
 
@@ -145,6 +173,8 @@ class RequiredFamily:
     source_regex: str | None = None
     doc_ids: tuple[str, ...] = ()
     aspect_terms: tuple[str, ...] = ()
+    # Each aspect term's rarity among the request's candidates (`with_term_weights`); empty: all weigh the same.
+    term_weights: tuple[float, ...] = ()
     record_ids: tuple[str, ...] = ()  # known best evidence: a focused search's best hits, the pages the name titles
     min_term_share: float = _MIN_TERM_SHARE
     entity: bool = False  # the aspect is a name (not a phrase): a page titled by it is its best evidence
@@ -157,7 +187,8 @@ class RequiredFamily:
     def match_score(self, chunk: Chunk) -> float:
         """1.0 for a member by label, document or source; 0 for a chunk that does not hold an identifier aspect
         whole; 2.0 for a record known to be the aspect's best evidence; otherwise the share of the aspect's terms
-        the chunk contains (title terms count extra: a chunk titled by the aspect is about it)."""
+        the chunk contains, each weighted by its rarity when the pipeline has set `term_weights` (title terms
+        count extra: a chunk titled by the aspect is about it)."""
         if self.label is not None and chunk.provenance.evidence_family == self.label:
             return 1.0
         if self.doc_ids and chunk.doc_id in self.doc_ids:
@@ -171,8 +202,10 @@ class RequiredFamily:
         if not self.aspect_terms:
             return 0.0
         have, title = chunk_terms(chunk)
-        share = sum(1 for t in self.aspect_terms if t in have) / len(self.aspect_terms)
-        in_title = sum(1 for t in self.aspect_terms if t in title) / len(self.aspect_terms)
+        weights = self.term_weights or (1.0,) * len(self.aspect_terms)
+        total = sum(weights)
+        share = sum(w for t, w in zip(self.aspect_terms, weights, strict=True) if t in have) / total
+        in_title = sum(w for t, w in zip(self.aspect_terms, weights, strict=True) if t in title) / total
         return share + 0.5 * in_title
 
     @property

@@ -7,7 +7,6 @@ other word is held by its term.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections import Counter
@@ -15,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from evidex.evidence.plan import chunk_terms, content_words, holds_verbatim, is_abbreviation, is_identifier
+from evidex.evidence.plan import chunk_terms, content_words, holds_verbatim, is_abbreviation, is_identifier, rarity
 from evidex.rerank.fused import exact_tokens
 from evidex.types import Candidate, Chunk
 
@@ -52,10 +51,9 @@ def words_held(query: str, context: Sequence[Candidate], candidates: Sequence[Ca
     IDF among `candidates` (the admitted pool), so "key" held while "ceremony" and "custodians" are not holds
     little of "HSM master key ceremony custodians". A word no candidate holds weighs most."""
     identifiers, words = question_words(query)
-    n = max(len(candidates), 10)  # a pool of two says little about which words are rare
 
     def weight(frequency: int) -> float:
-        return math.log(1 + (n + 1) / (frequency + 1))
+        return rarity(frequency, len(candidates))
 
     total = held_weight = 0.0
     missing: list[str] = []
