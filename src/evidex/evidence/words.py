@@ -51,16 +51,13 @@ def words_held(query: str, context: Sequence[Candidate], candidates: Sequence[Ca
     IDF among `candidates` (the admitted pool), so "key" held while "ceremony" and "custodians" are not holds
     little of "HSM master key ceremony custodians". A word no candidate holds weighs most."""
     identifiers, words = question_words(query)
-
-    def weight(frequency: int) -> float:
-        return rarity(frequency, len(candidates))
-
+    n = len(candidates)
     total = held_weight = 0.0
     missing: list[str] = []
     # An identifier names one thing: it weighs as the rarest word. (Looking for it in the whole pool, folding
     # every text, cost a millisecond at p95.)
     for token in identifiers:
-        w = weight(0)
+        w = rarity(0, n)
         total += w
         if any(holds_verbatim(c.chunk, token) for c in context):
             held_weight += w
@@ -72,7 +69,7 @@ def words_held(query: str, context: Sequence[Candidate], candidates: Sequence[Ca
     for c in context:
         found |= wanted & chunk_terms(c.chunk)[0]
     for word, term in words:
-        w = weight(frequency[term])
+        w = rarity(frequency[term], n)
         total += w
         if term in found:
             held_weight += w
