@@ -107,17 +107,19 @@ def with_term_weights(plan: EvidencePlan, candidates: Sequence[Candidate]) -> Ev
     """`plan` with the terms of each phrase aspect (not a name, not an identifier) weighted by their rarity among
     `candidates`, the request's pool: "they should be capped at 50 pods" is then met by a chunk holding
     "capped", not by every page that says "pods" and "50"."""
-    phrases = [f for f in plan.families if f.aspect_terms and not (f.entity or f.verbatim)]
-    if not phrases:
+    def is_phrase(f: RequiredFamily) -> bool:
+        return bool(f.aspect_terms) and not (f.entity or f.verbatim)
+
+    wanted = {t for f in plan.families if is_phrase(f) for t in f.aspect_terms}
+    if not wanted:
         return plan
-    wanted = {t for f in phrases for t in f.aspect_terms}
     frequency = dict.fromkeys(wanted, 0)
     for c in candidates:
         for t in wanted & chunk_terms(c.chunk)[0]:
             frequency[t] += 1
     families = tuple(dataclasses.replace(f, term_weights=tuple(rarity(frequency[t], len(candidates))
                                                                 for t in f.aspect_terms))
-                     if any(f is p for p in phrases) else f for f in plan.families)
+                     if is_phrase(f) else f for f in plan.families)
     return dataclasses.replace(plan, families=families)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evidex.ingest.markdown import CUSTOM_ID, CleanText, Heading, find_headings
+from evidex.ingest.markdown import CleanText, Heading, find_headings
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def chunk_text(clean: CleanText, *, max_chars: int, overlap_chars: int, min_char
     text = clean.text
     found = find_headings(text) if headings else []
     sections = _sections(text, found) if headings else [_Section(0, len(text), None, "")]
-    markers = _id_markers(text, found)
+    markers = [h.id_marker for h in found if h.id_marker is not None]
     spans: list[tuple[int, int, _Section]] = []
     for section in sections:
         for a, b in _windows(text, section.start, section.end, max_chars, overlap_chars):
@@ -49,18 +49,6 @@ def chunk_text(clean: CleanText, *, max_chars: int, overlap_chars: int, min_char
         anchor = section.anchor or f"char={src_a},{src_b}"
         pieces.append(Piece(_cut(text, a, b, markers), src_a, src_b, anchor, section.heading))
     return pieces
-
-
-def _id_markers(text: str, found: list[Heading]) -> list[tuple[int, int]]:
-    """The spans of the `{#id}` markers that close heading lines."""
-    spans = []
-    for h in found:
-        line_end = text.find("\n", h.start)
-        line_end = len(text) if line_end == -1 else line_end
-        marker = CUSTOM_ID.search(text, h.start, line_end)
-        if marker is not None:
-            spans.append((marker.start(), marker.end()))
-    return spans
 
 
 def _cut(text: str, a: int, b: int, spans: list[tuple[int, int]]) -> str:

@@ -33,7 +33,7 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
 # module does not see.
 _SETEXT = re.compile(r"(?:\A|(?<=\n\n))(?P<title>(?![\s\-*+>|<#`~]|\d+[.)]\s)[^\n]*\S[^\n]*)\n"
                      r"(?P<line>=+|-+)[ \t]*$", re.M)
-CUSTOM_ID = re.compile(r"[ \t]*\{#([\w:.-]+)\}[ \t]*$", re.M)  # HTML5 ids may be any letters ("Überblick")
+_CUSTOM_ID = re.compile(r"[ \t]*\{#([\w:.-]+)\}[ \t]*$")  # HTML5 ids may be any letters ("Überblick")
 _FENCE = re.compile(r"^(```|~~~)", re.M)
 
 
@@ -120,6 +120,7 @@ class Heading:
     title: str
     anchor: str
     start: int  # offset of the heading line in the text it was found in
+    id_marker: tuple[int, int] | None = None  # the span of its `{#id}` in that text: markup, not its title
 
 
 def find_headings(text: str) -> list[Heading]:
@@ -127,14 +128,15 @@ def find_headings(text: str) -> list[Heading]:
     fenced = _fenced_ranges(text)
     used: set[str] = set()
     headings = []
-    found = [(m.start(), len(m.group(1)), m.group(2)) for m in _HEADING.finditer(text)]
-    found += [(m.start(), 1 if m.group("line")[0] == "=" else 2, m.group("title").strip())
+    # (line start, level, raw title, where the raw title starts)
+    found = [(m.start(), len(m.group(1)), m.group(2), m.start(2)) for m in _HEADING.finditer(text)]
+    found += [(m.start(), 1 if m.group("line")[0] == "=" else 2, m.group("title").rstrip(), m.start("title"))
               for m in _SETEXT.finditer(text)]
-    for start, level, raw in sorted(found):
+    for start, level, raw, raw_start in sorted(found):
         if any(a <= start < b for a, b in fenced):
             continue
-        custom = CUSTOM_ID.search(raw)
-        title = CUSTOM_ID.sub("", raw).strip()
+        custom = _CUSTOM_ID.search(raw)
+        title = _CUSTOM_ID.sub("", raw).strip()
         anchor = custom.group(1) if custom else slugify(title)
         if not custom:  # a repeated id gets -1, -2 ... (the first unused), as GitHub and Hugo do
             base, n = anchor, 0
@@ -142,7 +144,13 @@ def find_headings(text: str) -> list[Heading]:
                 n += 1
                 anchor = f"{base}-{n}"
         used.add(anchor)
-        headings.append(Heading(level, _plain(title), anchor, start))
+        marker = None
+        if custom:  # with the blanks after it: the line ends there (a closing "##" keeps the marker in the text)
+            end = text.find("\n", start)
+            end = len(text) if end == -1 else end
+            if not text[raw_start + custom.end():end].strip():
+                marker = (raw_start + custom.start(), end)
+        headings.append(Heading(level, _plain(title), anchor, start, marker))
     return headings
 
 
