@@ -209,6 +209,12 @@ def test_auto_plan_never_fails_and_respects_max_aspects(question: str, max_aspec
     ("How do I cap the namespace's total CPU, and stop pods from talking to other teams' pods?", False),
     ("What instrument does the drummer from Bloc Party play?", True),
     ("Which novel was published in the same year as Middlemarch?", True),
+    ("There is a country where direct-drive locomotives were used. Who was the mother of the king under whom "
+     "the Treaty of Kiel was signed?", True),
+    # A request that sets a scene over several sentences is composed by conjunction, whatever it describes: the
+    # second sentence alone reads as nested ("the Deployment's own rollout").
+    ("We're patching the OS on every worker one node at a time. Our checkout service must keep 2 copies "
+     "running. How do I drain each node, and how should the Deployment's own rollout be tuned?", False),
 ])
 def test_is_chained(question: str, chained: bool) -> None:
     assert is_chained(question) is chained
