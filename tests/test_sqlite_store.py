@@ -136,16 +136,16 @@ def test_the_record_cache_stays_within_its_bound(tmp_path: Path, monkeypatch: py
     """A call asking for more records than the cache holds returns them all; the cache starts over when full."""
     import evidex.stores.sqlite as sqlite_store
 
+    monkeypatch.setattr(sqlite_store, "_CHUNK_CACHE_ROWS", 2)
     store = SqliteStore(tmp_path / "idx")
     store.commit_batch(batch("b1", *(document([make_chunk(d, 0, f"text {d}")], [axis(i)])
                                      for i, d in enumerate("ABCDE"))))
-    monkeypatch.setattr(sqlite_store, "_CHUNK_CACHE_ROWS", 2)
     ids = [f"{d}#0" for d in "ABCDE"]
     assert [c.record_id for c in store.get(ids)] == ids
-    assert len(store._chunk_cache) <= 2
+    assert store._chunk_cache.used <= 2
     assert [c.record_id for c in store.get(ids[:2])] == ids[:2]
     assert [c.record_id for c in store.get(ids[2:])] == ids[2:]
-    assert len(store._chunk_cache) <= 2
+    assert store._chunk_cache.used <= 2
     assert [c.text for c in store.get(ids)] == [f"text {d}" for d in "ABCDE"]
     store.close()
 
@@ -348,14 +348,14 @@ def test_the_word_cache_stays_within_its_bound_mid_search(tmp_path: Path, monkey
     cache started over (KeyError): each search keeps what it read, and the cache never exceeds its bound."""
     import evidex.stores.sqlite as sqlite_store
 
-    store = _rotation_store(tmp_path / "idx", "restricted words")
     monkeypatch.setattr(sqlite_store, "_WORD_CACHE_ROWS", 3)
+    store = _rotation_store(tmp_path / "idx", "restricted words")
     eng = SearchFilters(access_labels=("eng",))
     try:
         first = store.search_sparse("rotation", 10, eng)  # 3 rows: the cache is full
         both = store.search_sparse("rotation key", 10, eng)  # "key" (3 rows) does not fit beside it
         assert first and both and {h.record_id for h in first} <= {h.record_id for h in both}
-        assert store._word_cache_rows <= 3
+        assert store._word_cache.used <= 3
         assert store.search_sparse("rotation key", 10, eng) == both
     finally:
         store.close()

@@ -29,6 +29,7 @@ from evidex.retrieval.lexical import fts_query, tokens
 from evidex.stores.dense import DenseIndex
 from evidex.stores.protocol import BatchWrite, model_after
 from evidex.stores.rows import chunk_from_row
+from evidex.stores.snapshot_cache import SnapshotCache
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
 INDEX_FILE = "index.sqlite"
@@ -167,13 +168,11 @@ class SqliteStore:
         self._fts.execute("PRAGMA busy_timeout=30000")
         self._fts.create_function("regexp", 2, _regexp, deterministic=True)
         self._fts_lock = threading.Lock()
-        self._word_cache: dict[str, WordMatches] = {}  # one-word MATCH -> its rows and scores (see _word_matches)
-        self._word_cache_rows = 0
-        self._word_cache_generation = -1
+        # One-word MATCH -> its rows and scores (see _word_matches), bounded by rows.
+        self._word_cache: SnapshotCache[str, WordMatches] = SnapshotCache(_WORD_CACHE_ROWS, lambda m: len(m[0]))
         self._dense: DenseIndex | None = None
         self._dense_generation = -1
-        self._chunk_cache: dict[str, Chunk] = {}  # live record id -> its chunk, at _chunk_cache_generation (see get)
-        self._chunk_cache_generation = -1
+        self._chunk_cache: SnapshotCache[str, Chunk] = SnapshotCache(_CHUNK_CACHE_ROWS)  # live record id (see get)
 
     # ---- schema -----------------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -356,11 +355,8 @@ class SqliteStore:
         with self._lock:
             self._db.execute("BEGIN")  # the generation and the rows: one snapshot
             try:
-                generation = self._generation()
-                if generation != self._chunk_cache_generation:
-                    self._chunk_cache.clear()
-                    self._chunk_cache_generation = generation
-                found = {i: self._chunk_cache[i] for i in ids if i in self._chunk_cache}
+                self._chunk_cache.at(self._generation())
+                found = self._chunk_cache.found(ids)
                 missing = [i for i in ids if i not in found]
                 for i in range(0, len(missing), 500):
                     part = missing[i:i + 500]
@@ -368,13 +364,9 @@ class SqliteStore:
                         f"SELECT {_CHUNK_COLUMNS} FROM records INDEXED BY records_live_id "
                         f"WHERE retired_by IS NULL AND record_id IN "
                         f"({','.join('?' * len(part))})", part).fetchall()
-                    read = {r["record_id"]: row_to_chunk(r) for r in rows}
-                    found.update(read)
-                    # Kept within the bound: a full cache starts over (this call returns what it read either way).
-                    if len(self._chunk_cache) + len(read) > _CHUNK_CACHE_ROWS:
-                        self._chunk_cache.clear()
-                    if len(read) <= _CHUNK_CACHE_ROWS:
-                        self._chunk_cache.update(read)
+                    for r in rows:
+                        found[r["record_id"]] = chunk = row_to_chunk(r)
+                        self._chunk_cache.keep(r["record_id"], chunk)
             finally:
                 self._db.execute("COMMIT")
         return [found[i] for i in ids if i in found]
@@ -493,10 +485,8 @@ class SqliteStore:
         better), read in one transaction at `generation`; None when the index is at another generation.
         Kept per generation (a question's words recur in its aspects' searches), up to _WORD_CACHE_ROWS rows."""
         with self._fts_lock:
-            if self._word_cache_generation != generation:
-                self._word_cache.clear()
-                self._word_cache_rows = 0
-            found = {w: self._word_cache[w] for w in words if w in self._word_cache}
+            self._word_cache.at(generation)
+            found = self._word_cache.found(words)
             missing = [w for w in words if w not in found]
             if missing:
                 self._fts.execute("BEGIN")
@@ -515,16 +505,8 @@ class SqliteStore:
                                     -np.array((raw or "").split(), dtype=np.float64))
                 finally:
                     self._fts.execute("COMMIT")
-                # Kept within the bound: a full cache starts over (this search keeps what it read either way).
-                self._word_cache_generation = generation
                 for w in missing:
-                    rows = len(found[w][0])
-                    if self._word_cache_rows + rows > _WORD_CACHE_ROWS:
-                        self._word_cache.clear()
-                        self._word_cache_rows = 0
-                    if rows <= _WORD_CACHE_ROWS:
-                        self._word_cache[w] = found[w]
-                        self._word_cache_rows += rows
+                    self._word_cache.keep(w, found[w])
             return [found[w] for w in words]
 
     def _ranked_matches(self, match: str, limit: int) -> list[ScoredId]:
