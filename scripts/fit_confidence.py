@@ -40,7 +40,7 @@ from evidex.signals.compute import features
 
 FEATURES = ["hops_unfollowed", "coverage", "min_family_match", "n_families", "chained", "linked", "query_length",
             "top_score", "mean_score", "margin", "top_lexical", "query_term_coverage", "dense_top", "n_context",
-            "dense_commitment", "chain_reach", "sparse_top"]
+            "dense_commitment", "chain_reach", "sparse_top", "page_agreement"]
 OUT = Path(__file__).resolve().parents[1] / "src" / "evidex" / "data" / "confidence.json"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from evidence_support import make_chunk
 
-from evidex.signals.compute import Nesting, dense_commitment, sparse_top
+from evidex.signals.compute import Nesting, dense_commitment, page_agreement, sparse_top
 from evidex.types import Candidate
 
 
@@ -50,6 +50,24 @@ def test_sparse_top_is_the_best_bm25_score_per_query_term() -> None:
     assert sparse_top(ranked, 3) == pytest.approx(30.0 / 3 / 10)
     assert sparse_top(ranked, 0) == pytest.approx(30.0 / 10)  # no content term: no division by zero
     assert sparse_top(ranked[:1], 3) == 0.0  # only dense hits
+
+
+def _by_page(dense: list[str], sparse: list[str]) -> list[Candidate]:
+    """Candidates of the pages `dense` and `sparse` rank, in their order (two chunks of a page per list)."""
+    out = []
+    for name, pages in (("d", dense), ("s", sparse)):
+        for rank, page in enumerate(p for p in pages for _ in range(2)):
+            chunk = make_chunk(f"{name}{rank}", doc_id=page)
+            out.append(Candidate(chunk, 0.0, dense_rank=rank + 1) if name == "d"
+                       else Candidate(chunk, 0.0, sparse_rank=rank + 1))
+    return out
+
+
+def test_page_agreement_is_the_share_of_the_best_pages_both_retrievers_rank() -> None:
+    assert page_agreement(_by_page(["a", "b", "c"], ["c", "b", "a"]), depth=3) == 1.0  # order aside
+    assert page_agreement(_by_page(["a", "b", "c", "d"], ["d", "x", "b", "a"]), depth=2) == 0.0  # beyond the depth
+    assert page_agreement(_by_page(["a", "b", "c", "d"], ["b", "x", "a", "y"]), depth=4) == pytest.approx(0.5)
+    assert page_agreement(_by_page(["a", "b"], []), depth=2) == 0.0  # one retriever only (a BM25 or dense search)
 
 
 def test_confidence_clips_each_feature_to_the_range_it_was_fitted_on() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -82,7 +82,20 @@ def features(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, f
         "n_context": len(ctx) / max(1, outcome.request.k),
         "dense_commitment": dense_commitment(outcome.ranked),  # admitted candidates only
         "sparse_top": sparse_top(outcome.ranked, len(q_terms)),
+        "page_agreement": page_agreement(outcome.ranked),  # admitted candidates only
     }
+
+
+def page_agreement(candidates: Sequence[Candidate], depth: int = 10) -> float:
+    """The share of the dense retriever's best `depth` pages that the sparse retriever also ranks among its best
+    `depth` (a post-retrieval query-performance predictor: two retrievers that agree on where the answer is
+    are more often right than two that do not)."""
+    def best_pages(rank_of: Callable[[Candidate], int | None]) -> set[str]:
+        ranked = sorted((c for c in candidates if rank_of(c) is not None), key=lambda c: rank_of(c) or 0)
+        return set(list(dict.fromkeys(c.chunk.doc_id for c in ranked))[:depth])
+
+    dense, sparse = best_pages(lambda c: c.dense_rank), best_pages(lambda c: c.sparse_rank)
+    return len(dense & sparse) / depth if dense and sparse else 0.0
 
 
 def sparse_top(candidates: Sequence[Candidate], query_terms: int) -> float:
