@@ -74,9 +74,11 @@ def configured_embedder(config: Config) -> Embedder:
 class Engine:
     """One index, one configuration. Thread-safe for concurrent searches."""
 
-    def __init__(self, config: Config, store: Store, embedder: Embedder | None = None) -> None:
+    def __init__(self, config: Config, store: Store, embedder: Embedder | None = None, *,
+                 owns_store: bool = True) -> None:
         self.config = config
         self.store = store
+        self._owns_store = owns_store  # close() closes the store (not for an engine borrowing another's)
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._cache: EmbeddingCache | None = None
@@ -91,11 +93,12 @@ class Engine:
         return cls(config, store or open_store(config), embedder)
 
     def with_config(self, config: Config) -> Engine:
-        """The same index and embedder under another configuration (e.g. other reranking weights)."""
+        """The same index and embedder under another configuration (e.g. other reranking weights). The new engine
+        borrows the store: closing it leaves this engine working; closing this one closes the store for both."""
         if config.index_hash() != self.config.index_hash():
             raise ConfigError("with_config: the new configuration needs a different index (chunking, embedding "
                               "or family rules changed); open a new engine instead")
-        return Engine(config, self.store, self._embedder)
+        return Engine(config, self.store, self._embedder, owns_store=False)
 
     # ---- embedding ----------------------------------------------------------------------------------
     @property
@@ -277,7 +280,8 @@ class Engine:
                 "config_hash": self.config.hash()}
 
     def close(self) -> None:
-        self.store.close()
+        if self._owns_store:
+            self.store.close()
         if self._cache is not None:
             self._cache.close()
 
