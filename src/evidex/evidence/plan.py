@@ -412,10 +412,8 @@ def is_chained(question: str) -> bool:
 
     Nor is a request that sets a scene over several sentences ("We're patching the OS on every worker. What
     prevents ..., and how should the Deployment's own rollout be tuned?"): its descriptions describe the
-    requester's own things, which no page names, and there is no chain of pages to follow. Nested questions
-    are one sentence, or two (MuSiQue's "There is a country where ... Who mothered the person under whom
-    ...?"); of the second blind k8s set's questions, 9 of 24 had been read as nested, 7 of them of three or
-    more sentences."""
+    requester's own things, which no page names, and there is no chain of pages to follow. A nested question
+    is one sentence, or two at most ("There is a river that ... Who founded the city that lies on it?")."""
     if _ASKS.search(question) is None or len(sentences(question)) >= _SCENE_SENTENCES:
         return False
     return (len(sub_questions(question)) <= 1 and _RELATIVE.search(question) is not None) or \
