@@ -2,7 +2,10 @@
 1, 2, 4, 8 and 16 clients, beside the in-process floor (`Engine.run` with no HTTP).
 
     python scripts/bench_serve.py [--requests 160] [--clients 1,2,4,8,16] \
-        [--server NAME=SRC_DIR[:WORKERS] ...] [--data ../shared/data/k8s]
+        [--server NAME=SRC_DIR[:WORKERS] ...] [--data ../shared/data/k8s] [--protocol api|mcp]
+
+`--protocol mcp` runs `evidex mcp --transport http` instead, each request one stateless JSON-RPC `tools/call`
+of search_with_reasoning on /mcp (a call the tool answers as an error counts as an error, "rate limited" as 429).
 
 Serves the k8s documentation with its metadata overlay: the index `evidex eval` builds and caches (built here
 once if it is missing; embeddings come from the embedding cache), copied to a temporary folder so that the
@@ -46,6 +49,7 @@ from evidex.config import load_config
 from evidex.engine import Engine
 from evidex.evaluation.runner import open_eval_engine
 from evidex.interfaces.http import SEARCH_PATH
+from evidex.interfaces.mcp_server import MCP_PATH
 from evidex.pipeline import SearchRequest
 from evidex.stores.sqlite import INDEX_FILE
 
@@ -56,12 +60,44 @@ RATE_PER_MIN = 100_000  # the most a key may have: no 429 at these rates
 ENTRY = "from evidex.interfaces.entry import main; main()"  # `evidex`, from the PYTHONPATH given
 
 
+@dataclass(frozen=True)
+class Wire:
+    """How a server is run and asked: the `evidex` command, the path that says it is up, and one request."""
+
+    command: tuple[str, ...]
+    probe: str  # answers 200 (the API's health) or 401 (the MCP endpoint, to a request without a key)
+    path: str
+
+    def body(self, question: str) -> str:
+        if self.path == MCP_PATH:
+            return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                               "params": {"name": "search_with_reasoning", "arguments": {"query": question}}})
+        return json.dumps({"query": question})
+
+    def status(self, http_status: int, payload: bytes) -> str:
+        """The HTTP status, or for MCP the call's outcome: "200", "429" (rate limited) or what went wrong."""
+        if self.path != MCP_PATH or http_status != 200:
+            return str(http_status)
+        reply = json.loads(payload)
+        if "error" in reply:
+            return f"jsonrpc-{reply['error'].get('code')}"
+        if reply["result"].get("isError"):
+            return "429" if "rate limited" in reply["result"]["content"][0]["text"] else "tool-error"
+        return "200"
+
+
+WIRES = {"api": Wire(("serve",), "/v1/health", SEARCH_PATH),
+         "mcp": Wire(("mcp", "--transport", "http"), MCP_PATH, MCP_PATH)}
+MCP_ACCEPT = "application/json, text/event-stream"
+
+
 @dataclass
 class Server:
     name: str
     src: Path
     work: Path
     workers: int = 1
+    wire: Wire = WIRES["api"]
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
     log: Path = field(init=False)
@@ -92,7 +128,7 @@ class Server:
         self.port = free_port()
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", ENTRY, "serve", "--index", str(index), "--keys", str(keys),
+                [sys.executable, "-c", ENTRY, *self.wire.command, "--index", str(index), "--keys", str(keys),
                  "--port", str(self.port), "--workers", str(self.workers)], env=self.env(), stdout=log,
                 stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
@@ -101,13 +137,13 @@ class Server:
                 raise RuntimeError(f"server {self.name} exited ({self.process.returncode}):\n{self.log_tail()}")
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                conn.request("GET", "/v1/health")
-                if conn.getresponse().status == 200:
+                conn.request("GET", self.wire.probe)
+                if conn.getresponse().status in (200, 401):
                     return
             except OSError:
                 pass
             time.sleep(0.2)
-        raise RuntimeError(f"server {self.name} did not answer /v1/health in 120 s:\n{self.log_tail()}")
+        raise RuntimeError(f"server {self.name} did not answer {self.wire.probe} in 120 s:\n{self.log_tail()}")
 
     def pids(self) -> list[int]:
         """The server's process and its descendants (uvicorn's workers), from /proc."""
@@ -178,13 +214,14 @@ class Level:
         return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def drive(port: int, key: str, questions: Sequence[str], clients: int, requests: int) -> Level:
+def drive(port: int, key: str, questions: Sequence[str], clients: int, requests: int,
+          wire: Wire = WIRES["api"]) -> Level:
     """`requests` searches from `clients` threads, each on its own keep-alive connection, questions round robin."""
     lock = threading.Lock()
     next_request = iter(range(requests))
     latencies: list[float] = []
     statuses: Counter[str] = Counter()
-    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json", "Accept": MCP_ACCEPT}
     start = threading.Barrier(clients + 1)
 
     def client() -> None:
@@ -195,13 +232,12 @@ def drive(port: int, key: str, questions: Sequence[str], clients: int, requests:
                 i = next(next_request, None)
             if i is None:
                 break
-            body = json.dumps({"query": questions[i % len(questions)]})
+            body = wire.body(questions[i % len(questions)])
             began = time.perf_counter()
             try:
-                conn.request("POST", SEARCH_PATH, body=body, headers=headers)
+                conn.request("POST", wire.path, body=body, headers=headers)
                 response = conn.getresponse()
-                response.read()
-                status = str(response.status)
+                status = wire.status(response.status, response.read())
             except (OSError, http.client.HTTPException) as exc:
                 status = type(exc).__name__
                 conn.close()
@@ -270,7 +306,7 @@ def run_levels(servers: Sequence[Server], key: str, questions: Sequence[str], le
     for n, clients in enumerate(levels):
         for server in servers if n % 2 == 0 else servers[::-1]:
             cpu = server.cpu_s()
-            level = drive(server.port, key, questions, clients, requests)
+            level = drive(server.port, key, questions, clients, requests, server.wire)
             rows.append((server.name, level, server.rss_mb()[0], server.cpu_s() - cpu))
     return rows
 
@@ -307,6 +343,8 @@ def main() -> None:
                              "checkout, one process)")
     parser.add_argument("--data", type=Path, default=DATA, help="the k8s data set (docs/, overlay.jsonl, questions)")
     parser.add_argument("--floor", type=Path, metavar="INDEX", help="only print the in-process floor on INDEX (JSON)")
+    parser.add_argument("--protocol", choices=sorted(WIRES), default="api",
+                        help="api: `evidex serve`'s endpoint; mcp: `evidex mcp --transport http`")
     args = parser.parse_args()
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
     questions = [json.loads(line)["question"] for line in (args.data / "questions.jsonl").read_text().splitlines()
@@ -323,7 +361,7 @@ def main() -> None:
     engine.close()
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         work = Path(tmp)
-        servers = [Server(name, src, work / name, workers) for name, src, workers in named]
+        servers = [Server(name, src, work / name, workers, WIRES[args.protocol]) for name, src, workers in named]
         try:
             for server in servers:
                 server.work.mkdir()
@@ -338,7 +376,8 @@ def main() -> None:
                 copy_index(cached, server.work / "index")
                 server.start(server.work / "index", keys)
                 # several connections at once, so that every worker takes some
-                warm = drive(server.port, key, questions, 2 * server.workers, len(questions) * server.workers)
+                warm = drive(server.port, key, questions, 2 * server.workers, len(questions) * server.workers,
+                             server.wire)
                 if warm.statuses != Counter({"200": len(questions) * server.workers}):
                     raise RuntimeError(f"warm-up on {server.name}: {dict(warm.statuses)}\n{server.log_tail()}")
                 print(f"{server.name}: serving {server.src} on port {server.port} ({server.workers} worker(s)), "

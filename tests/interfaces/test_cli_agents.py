@@ -131,6 +131,8 @@ def test_mcp_http_transport_wiring(invoke: Invoke, monkeypatch: pytest.MonkeyPat
     assert "/mcp" in result.stderr
     bad = invoke("mcp", "--transport", "sse")
     assert bad.exit_code == 2 and "unknown transport 'sse'" in bad.output
+    one_process = invoke("mcp", "--transport", "stdio", "--workers", "2")
+    assert one_process.exit_code == 2 and "--transport http" in one_process.output
 
 
 def test_serving_a_missing_index_is_an_error(invoke: Invoke, tmp_path: Path) -> None:

@@ -1,8 +1,10 @@
-"""`evidex serve` as real processes on a real index of the sample handbook: `--workers 2` answers, and a key's
-rate is one bucket in the key file, shared by every process that serves it (the workers, or another server)."""
+"""`evidex serve` and `evidex mcp --transport http` as real processes on a real index of the sample handbook:
+`--workers 2` answers, and a key's rate is one bucket in the key file, shared by every process that serves it
+(the workers, or another server)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,22 +13,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import httpx2
 from interfaces_support import ENGINEERING, free_port
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from evidex.engine import Engine
+from evidex.interfaces import tool
 from evidex.interfaces.http import SEARCH_PATH
 from evidex.interfaces.keys import KeyStore, RateLimiter, rates_path
+from evidex.interfaces.mcp_server import MCP_PATH
 
 
 @contextmanager
-def serving(index: Path, cache_dir: Path, *args: str) -> Iterator[str]:
-    """`evidex serve --index index *args` in a child process on a free port; yields its base URL."""
+def serving(index: Path, cache_dir: Path, *args: str, server: tuple[str, ...] = ("serve",)) -> Iterator[str]:
+    """`evidex <server> --index index *args` in a child process on a free port; yields its base URL once it
+    answers HTTP (the API's health check, or the MCP endpoint's 401 to a request without a key)."""
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "EVIDEX_EMBEDDING_CACHE_DIR": str(cache_dir)}
     env.pop("EVIDEX_CONFIG", None)
-    command = [sys.executable, "-c", "from evidex.interfaces.entry import main; main()", "serve", "--index",
+    command = [sys.executable, "-c", "from evidex.interfaces.entry import main; main()", *server, "--index",
                str(index), "--port", str(port), *args]
+    probe = MCP_PATH if server[0] == "mcp" else "/v1/health"
     log = index.parent / f"serve-{port}.log"
     with log.open("w") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=index.parent)
@@ -35,9 +44,9 @@ def serving(index: Path, cache_dir: Path, *args: str) -> Iterator[str]:
         deadline = time.monotonic() + 90
         while True:
             assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the server did not answer /v1/health in 90 s"
+            assert time.monotonic() < deadline, f"the server did not answer {probe} in 90 s"
             try:
-                if httpx2.get(f"{base}/v1/health", timeout=2).status_code == 200:
+                if httpx2.get(f"{base}{probe}", timeout=2).status_code in (200, 401):
                     break
             except httpx2.TransportError:
                 time.sleep(0.2)
@@ -65,6 +74,29 @@ def test_workers_answer_and_share_each_keys_rate(handbook_engine: Engine, cache_
     with serving(index, cache_dir, "--workers", "2") as base:
         statuses = [_ask(base, key) for _ in range(7)]
     assert sorted(statuses) == [200] * 4 + [429] * 3
+
+
+def test_mcp_workers_answer_and_share_each_keys_rate(handbook_engine: Engine, cache_dir: Path) -> None:
+    """The streamable-HTTP MCP server is stateless, so any worker may answer any request."""
+    index = Path(handbook_engine.config.index.path)
+    with KeyStore(index / "keys.sqlite") as keys:
+        key, _ = keys.create("agent", "alice", ENGINEERING, rate_per_min=4)
+
+    async def call(base: str) -> tuple[bool, str]:
+        # A new connection and session each time: any worker may take it.
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http, \
+                streamable_http_client(base + MCP_PATH, http_client=http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(tool.NAME, {"query": "how do pods get API credentials?"})
+            return result.is_error, result.content[0].text
+
+    with serving(index, cache_dir, "--transport", "http", "--workers", "2", server=("mcp",)) as base:
+        results = [anyio.run(call, base) for _ in range(7)]
+    answered = [json.loads(text) for failed, text in results if not failed]
+    refused = [text for failed, text in results if failed]
+    assert len(answered) == 4 and all(r["request"]["principal"]["name"] == "alice" for r in answered)
+    assert len(refused) == 3 and all("rate limited" in text for text in refused)
 
 
 def test_a_keys_bucket_is_shared_with_other_processes_on_its_key_file(handbook_engine: Engine,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -22,6 +22,9 @@ from rich.table import Table
 from evidex.errors import BackendUnavailable
 from evidex.interfaces import tool
 from evidex.interfaces.keys import DEFAULT_RATE_PER_MIN, KEYS_FILE, KeyStore, RateLimiter, rates_path
+
+if TYPE_CHECKING:
+    from evidex.engine import Engine
 
 KeysOpt = Annotated[Path | None, typer.Option("--keys", help=f"API key file (default: <index>/{KEYS_FILE})",
                                               envvar="EVIDEX_KEYS_FILE")]
@@ -66,14 +69,24 @@ def _is_loopback(host: str) -> bool:
     return host in {"127.0.0.1", "localhost", "::1"} or host.startswith("127.")
 
 
+WorkersOpt = Annotated[int, typer.Option("--workers", min=1, max=64,
+                                         help="processes, each with its own engine (about one core each); "
+                                              "a key's rate is shared by all of them")]
+
+
+def worker_settings(config: Path | None, engine: Engine, store: KeyStore, **more: Any) -> dict[str, Any]:
+    """What each worker process opens (see `evidex.interfaces.http.serve_workers`): the config file, the index,
+    the key file, and `more` for its app."""
+    return {"config": str(config.resolve()) if config else None, "index": str(engine.config.index_dir.resolve()),
+            "keys": str(store.path.resolve()), **more}
+
+
 def serve_cmd(
     host: HostOpt = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8700,
     max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", min=256)] = 16384,
     max_k: Annotated[int, typer.Option("--max-k", min=1, max=tool.MAX_K)] = tool.MAX_K,
-    workers: Annotated[int, typer.Option("--workers", min=1, max=64,
-                                         help="processes, each with its own engine (about one core each); "
-                                              "a key's rate is shared by all of them")] = 1,
+    workers: WorkersOpt = 1,
     config: ConfigOpt = None, index: IndexOpt = None, keys: KeysOpt = None,
 ) -> None:
     """Serve the HTTP API (POST /v1/search_with_reasoning) and the web inspector at /."""
@@ -95,9 +108,7 @@ def serve_cmd(
                 serve(create_app(engine, store, max_body_bytes=max_body_bytes, max_k=max_k, limiter=limiter),
                       host=host, port=port)
             return
-        settings = {"config": str(config.resolve()) if config else None,
-                    "index": str(engine.config.index_dir.resolve()), "keys": str(store.path.resolve()),
-                    "max_body_bytes": max_body_bytes, "max_k": max_k}
+        settings = worker_settings(config, engine, store, max_body_bytes=max_body_bytes, max_k=max_k)
     serve_workers(settings, workers=workers, host=host, port=port)
 
 
@@ -105,13 +116,18 @@ def mcp_cmd(
     transport: Annotated[str, typer.Option("--transport", help="stdio | http (streamable HTTP)")] = "stdio",
     host: HostOpt = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8701,
+    workers: WorkersOpt = 1,
     config: ConfigOpt = None, index: IndexOpt = None, keys: KeysOpt = None,
 ) -> None:
     """Serve the MCP tool search_with_reasoning. stdio runs as the configured principal
     (gate.default_principal / gate.default_labels); http takes the principal from each request's API key."""
     mode = McpTransport.from_str(transport)
+    if mode is McpTransport.STDIO and workers > 1:
+        raise typer.BadParameter("needs --transport http: a stdio server is one process, its client's",
+                                 param_hint="--workers")
     run(_check_server_deps)
     from evidex.interfaces import mcp_server
+    from evidex.interfaces.http import serve_workers
 
     if mode is McpTransport.STDIO:  # stdout is the protocol: nothing else may be printed there
         with open_engine(config, index) as engine:
@@ -121,9 +137,14 @@ def mcp_cmd(
         err.print(f"[yellow]binding {escape(host)}[/]: serve plain HTTP only behind a TLS-terminating proxy",
                   highlight=False, soft_wrap=True)
     with open_engine(config, index) as engine, open_keys(config, index, keys) as store:
+        processes = f", {workers} workers" if workers > 1 else ""
         err.print(f"evidex: MCP (streamable HTTP) on http://{escape(host)}:{port}{mcp_server.MCP_PATH} "
-                  f"(keys: {escape(str(store.path))})", highlight=False, soft_wrap=True)
-        mcp_server.run_http(engine, store, host=host, port=port)
+                  f"(keys: {escape(str(store.path))}{processes})", highlight=False, soft_wrap=True)
+        if workers == 1:
+            mcp_server.run_http(engine, store, host=host, port=port)
+            return
+        settings = worker_settings(config, engine, store, host=host)
+    serve_workers(settings, workers=workers, host=host, port=port, app=f"{mcp_server.__name__}:worker_app")
 
 
 keys_app = typer.Typer(no_args_is_help=True, help="API keys: each carries a principal and its access labels.")

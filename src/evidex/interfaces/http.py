@@ -356,15 +356,16 @@ def serve(app: ASGIApp, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, lo
 
 
 def serve_workers(settings: dict[str, Any], *, workers: int, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                  log_level: str = "info") -> None:
-    """Run `workers` processes until interrupted, each serving `worker_app` built from `settings` (config,
-    index, keys, max_body_bytes, max_k). A search holds the GIL for most of its ~20 ms, so one process uses
-    about one core; more processes answer more requests per second on more cores."""
+                  log_level: str = "info", app: str = f"{__name__}:worker_app") -> None:
+    """Run `workers` processes until interrupted, each serving the app that the factory `app` ("module:function",
+    by default this API's `worker_app`) builds from `settings` (config, index, keys, and what the app needs
+    besides). A search holds the GIL for most of its ~20 ms, so one process uses about one core; more processes
+    answer more requests per second on more cores."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
     os.environ[WORKER_ENV] = json.dumps(settings)
-    config = uvicorn.Config(f"{__name__}:worker_app", factory=True, workers=workers, host=host, port=port,
+    config = uvicorn.Config(app, factory=True, workers=workers, host=host, port=port,
                             log_level=log_level, log_config=log_config(log_level), access_log=False,
                             server_header=False, proxy_headers=False)
     sock = tcp_listener(config)
@@ -387,13 +388,29 @@ def tcp_listener(config: uvicorn.Config) -> socket.socket:
     return sock
 
 
-def worker_app() -> FastAPI:
-    """One worker's app: its own engine, key store and limiter, opened from the settings in WORKER_ENV. The
-    rate buckets are the key file's, shared by every worker. They stay open for the life of the process."""
-    from evidex.interfaces.cli import build_config
+@dataclass(frozen=True)
+class WorkerParts:
+    """What one worker process serves with, opened from the settings in WORKER_ENV: its own engine, key store
+    and limiter. The rate buckets are the key file's, shared by every worker. They stay open for the life of
+    the process."""
 
-    settings = json.loads(os.environ[WORKER_ENV])
-    config = build_config(Path(settings["config"]) if settings["config"] else None, Path(settings["index"]))
-    keys = KeyStore(settings["keys"])
-    return create_app(Engine.open(config), keys, max_body_bytes=settings["max_body_bytes"],
-                      max_k=settings["max_k"], limiter=RateLimiter(rates_path(keys.path)))
+    settings: dict[str, Any]
+    engine: Engine
+    keys: KeyStore
+    limiter: RateLimiter
+
+    @classmethod
+    def from_env(cls) -> WorkerParts:
+        from evidex.interfaces.cli import build_config
+
+        settings = json.loads(os.environ[WORKER_ENV])
+        config = build_config(Path(settings["config"]) if settings["config"] else None, Path(settings["index"]))
+        keys = KeyStore(settings["keys"])
+        return cls(settings, Engine.open(config), keys, RateLimiter(rates_path(keys.path)))
+
+
+def worker_app() -> FastAPI:
+    """One `serve --workers N` process's app (see `serve_workers`)."""
+    parts = WorkerParts.from_env()
+    return create_app(parts.engine, parts.keys, max_body_bytes=parts.settings["max_body_bytes"],
+                      max_k=parts.settings["max_k"], limiter=parts.limiter)

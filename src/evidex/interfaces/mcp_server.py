@@ -169,6 +169,15 @@ def http_app(engine: Engine, keys: KeyStore, *, host: str = "127.0.0.1",
     return KeyAuth(app, keys)
 
 
+def worker_app() -> ASGIApp:
+    """One `mcp --transport http --workers N` process's app (see `evidex.interfaces.http.serve_workers`). The
+    server is stateless, so any process may answer any request."""
+    from evidex.interfaces.http import WorkerParts
+
+    parts = WorkerParts.from_env()
+    return http_app(parts.engine, parts.keys, host=parts.settings["host"], limiter=parts.limiter)
+
+
 def run_http(engine: Engine, keys: KeyStore, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
     import uvicorn
 
