@@ -32,6 +32,30 @@ def another_model(out: Path) -> Path:
     return out
 
 
+def cls_pooled(out: Path) -> Path:
+    """The packaged MiniLM's very weights (linked), pooled by the CLS token instead of the mean."""
+    import json
+    import os
+
+    shutil.copytree(default_model_dir(), out, copy_function=os.symlink)
+    pooling = out / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    pooling.unlink()
+    pooling.write_text(json.dumps({**config, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}))
+    return out
+
+
+def test_the_same_weights_pooled_otherwise_are_another_model(tmp_path: Path, embedder: Embedder) -> None:
+    """Its vectors differ from the mean-pooled ones, so an index must not mix them; the mean-pooled id is unchanged
+    (the ONNX default's, and any index's recorded before pooling was part of the id)."""
+    cls = SentenceTransformerEmbedder(cls_pooled(tmp_path / "cls"), threads=2)
+    assert cls.model_id == embedder.model_id + "+pooling:cls"
+    assert SentenceTransformerEmbedder(default_model_dir(), threads=2).model_id == embedder.model_id
+    text = "Alpha restarts nightly."
+    mean, by_cls = embedder.embed_query(text).reshape(-1), cls.embed_query(text).reshape(-1)
+    assert float(mean @ by_cls) < 0.99  # other vectors indeed
+
+
 def test_another_build_may_query_an_index_and_another_model_may_not(tmp_path: Path, embedder: Embedder,
                                                                     cache_dir: Path) -> None:
     torch_build = SentenceTransformerEmbedder(default_model_dir(), threads=2)
@@ -135,3 +159,23 @@ def test_only_the_most_recently_used_evaluation_indexes_are_kept(tmp_path: Path,
     assert sorted(p.name for p in (config.cache_dir / "eval").iterdir()) == sorted(
         [alpha.name, gamma.name, "still-building"])
     assert not beta.exists()
+
+
+@pytest.mark.parametrize(("config", "pooling"), [
+    ({}, "mean"),  # no pooling config: sentence-transformers' default
+    ({"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False}, "mean"),
+    ({"pooling_mode_cls_token": True}, "cls"),
+    ({"pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}, "max+mean"),
+    ({"pooling_mode_mean_sqrt_len_tokens": True}, "mean_sqrt_len"),
+])
+def test_pooling_of_a_model_directory(tmp_path: Path, config: dict[str, bool], pooling: str) -> None:
+    import json
+
+    from evidex.embedding.onnx_export import model_id_of, pooling_of
+
+    if config:
+        (tmp_path / "1_Pooling").mkdir()
+        (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 8, **config}))
+    assert pooling_of(tmp_path) == pooling
+    named = "" if pooling == "mean" else f"+pooling:{pooling}"
+    assert model_id_of("ab" * 32, pooling) == "weights:" + "ab" * 8 + named

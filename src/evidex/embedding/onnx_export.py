@@ -55,9 +55,21 @@ def weights_files(model_dir: Path) -> list[Path]:
     )
 
 
-def model_id_of(weights_sha: str) -> str:
-    """An embedder's `model_id`: its source weights, which every build of the model shares."""
-    return f"weights:{weights_sha[:16]}"
+def model_id_of(weights_sha: str, pooling: str = "mean") -> str:
+    """An embedder's `model_id`: its source weights, which every build of the model shares, and how token vectors
+    become one (sentence-transformers' pooling: the same weights pooled by their CLS token make other vectors).
+    Mean pooling, the only one the ONNX backend builds, is left unnamed: ids recorded before pooling was part of
+    them stay valid."""
+    return f"weights:{weights_sha[:16]}" + ("" if pooling == "mean" else f"+pooling:{pooling}")
+
+
+def pooling_of(model_dir: Path) -> str:
+    """The pooling a sentence-transformers model directory declares (`1_Pooling/config.json`; mean when it
+    declares none, as sentence-transformers assumes): its enabled modes, "+"-joined."""
+    config = _read_json(Path(model_dir) / "1_Pooling" / "config.json")
+    modes = sorted(k.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token")
+                   for k, v in config.items() if k.startswith("pooling_mode_") and v is True)
+    return "+".join(modes) or "mean"
 
 
 def weights_sha256(model_dir: Path) -> str:
@@ -213,8 +225,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _check_pooling(model_dir: Path) -> None:
-    pooling = _read_json(model_dir / "1_Pooling" / "config.json")
-    if pooling and not pooling.get("pooling_mode_mean_tokens", False):
+    if pooling_of(model_dir) != "mean":
         raise EmbeddingError(
             f"{model_dir} does not use mean pooling; the ONNX backend supports mean pooling only "
             "(use backend='torch' for this model)"

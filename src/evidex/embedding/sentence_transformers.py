@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from evidex.embedding.onnx_export import model_id_of, quiet_transformers, weights_files, weights_sha256
+from evidex.embedding.onnx_export import (
+    model_id_of,
+    pooling_of,
+    quiet_transformers,
+    weights_files,
+    weights_sha256,
+)
 from evidex.embedding.protocol import Vectors
 from evidex.errors import BackendUnavailable, EmbeddingError
 
@@ -49,7 +55,7 @@ class SentenceTransformerEmbedder:
         self._threads = threads or os.cpu_count() or 1
         self._batch_size = batch_size
         self._fingerprint = f"st:{self._dir.name}:{_config_hash(self._dir)}"
-        self._model_id = model_id_of(weights_sha256(self._dir))
+        self._model_id = model_id_of(weights_sha256(self._dir), pooling_of(self._dir))
         try:
             with _offline(), quiet_transformers():
                 self._model: Any = SentenceTransformer(str(self._dir), device=device, local_files_only=True)
