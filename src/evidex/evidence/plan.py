@@ -15,7 +15,8 @@ import enum
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -103,6 +104,13 @@ def rarity(frequency: int, candidates: int) -> float:
     return math.log(1 + (n + 1) / (frequency + 1))
 
 
+def pool_rarity(wanted: Iterable[str], candidates: Sequence[Candidate]) -> dict[str, float]:
+    """The `rarity` of each wanted term among `candidates` (held in a chunk's title, heading or text)."""
+    wanted = set(wanted)
+    frequency = Counter(t for c in candidates for t in wanted & chunk_terms(c.chunk)[0])
+    return {t: rarity(frequency[t], len(candidates)) for t in wanted}
+
+
 def with_term_weights(plan: EvidencePlan, candidates: Sequence[Candidate]) -> EvidencePlan:
     """`plan` with the terms of each phrase aspect (not a name, not an identifier) weighted by their rarity among
     `candidates`, the request's pool: "they should be capped at 50 pods" is then met by a chunk holding
@@ -113,12 +121,8 @@ def with_term_weights(plan: EvidencePlan, candidates: Sequence[Candidate]) -> Ev
     wanted = {t for f in plan.families if is_phrase(f) for t in f.aspect_terms}
     if not wanted:
         return plan
-    frequency = dict.fromkeys(wanted, 0)
-    for c in candidates:
-        for t in wanted & chunk_terms(c.chunk)[0]:
-            frequency[t] += 1
-    families = tuple(dataclasses.replace(f, term_weights=tuple(rarity(frequency[t], len(candidates))
-                                                                for t in f.aspect_terms))
+    weight = pool_rarity(wanted, candidates)
+    families = tuple(dataclasses.replace(f, term_weights=tuple(weight[t] for t in f.aspect_terms))
                      if is_phrase(f) else f for f in plan.families)
     return dataclasses.replace(plan, families=families)
 

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from evidex.evidence.plan import chunk_terms, content_words, holds_verbatim, is_abbreviation, is_identifier, rarity
+from evidex.evidence.plan import (
+    chunk_terms,
+    content_words,
+    holds_verbatim,
+    is_abbreviation,
+    is_identifier,
+    pool_rarity,
+    rarity,
+)
 from evidex.rerank.fused import exact_tokens
 from evidex.types import Candidate, Chunk
 
@@ -64,12 +71,12 @@ def words_held(query: str, context: Sequence[Candidate], candidates: Sequence[Ca
         else:
             missing.append(token)
     wanted = {term for _, term in words}
-    frequency = Counter(t for c in candidates for t in wanted & chunk_terms(c.chunk)[0])
+    weight = pool_rarity(wanted, candidates)
     found: set[str] = set()
     for c in context:
         found |= wanted & chunk_terms(c.chunk)[0]
     for word, term in words:
-        w = rarity(frequency[term], n)
+        w = weight[term]
         total += w
         if term in found:
             held_weight += w
