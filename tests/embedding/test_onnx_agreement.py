@@ -170,7 +170,8 @@ def test_onnx_agrees_with_reference_per_text(
     cosines = (ours * ref).sum(axis=1)
     worst = int(np.argmin(cosines))
     print(f"\nONNX vs torch cosine: min {cosines.min():.4f} mean {cosines.mean():.4f}")
-    assert cosines.min() >= 0.98, f"cosine {cosines[worst]:.4f} for {TEXTS[worst][:60]!r}"
+    # 0.9860 with exact integer products; 0.9812 where x86 kernels without VNNI had saturated them (AMD Zen 3).
+    assert cosines.min() >= 0.985, f"cosine {cosines[worst]:.4f} for {TEXTS[worst][:60]!r}"
 
 
 @pytest.mark.slow
@@ -264,7 +265,7 @@ def test_the_fingerprint_names_the_export_itself(onnx_dir: Path) -> None:
     cache is keyed by the fingerprint, so it must tell them apart, not only name the source weights."""
     model_sha = hashlib.sha256((onnx_dir / MODEL_FILE).read_bytes()).hexdigest()
     assert read_manifest(onnx_dir)["model_sha256"] == model_sha
-    assert OnnxEmbedder(onnx_dir).fingerprint.endswith(":" + model_sha[:12])
+    assert f":{model_sha[:12]}:" in OnnxEmbedder(onnx_dir).fingerprint
 
 
 def format_1_export(onnx_dir: Path, cache_dir: Path) -> Path:

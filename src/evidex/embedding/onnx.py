@@ -8,6 +8,12 @@ other texts (and padding) in its batch; one text per run keeps vectors reproduci
 padding, and measured faster on CPU than padded batches. embed_query therefore takes a few ms and
 is not slowed by other load, and embed_documents runs `threads` such inferences in parallel
 (onnxruntime releases the GIL), longest texts first.
+
+The integer products are exact on every CPU. On x86 without VNNI (AVX2, most AVX-512 parts) onnxruntime's
+u8×s8 kernels add pairs of products in saturating 16-bit arithmetic, and 255 × 127 × 2 overflows it, so
+the same model had made other vectors there (cosine to the reference 0.9855 at worst, against 0.9915
+exact) and other rankings. The session option `session.x64quantprecision` moves the weights to uint8
+(the same products) for kernels that sum in 32 bits.
 """
 
 from __future__ import annotations
@@ -64,7 +70,10 @@ class OnnxEmbedder:
         sha = str(manifest.get("source_weights_sha256", ""))
         # The export itself, not only its source: two exports of one model (another recipe, other library
         # versions) make different vectors, and the embedding cache must not mix them.
-        self._fingerprint = f"onnx-int8:{sha[:12]}:v{manifest['format_version']}:{manifest['model_sha256'][:12]}"
+        # "exact": vectors from exact integer products (see the module's docstring); the cache of an older
+        # evidex may hold saturated ones under the name without it.
+        self._fingerprint = (f"onnx-int8:{sha[:12]}:v{manifest['format_version']}:{manifest['model_sha256'][:12]}"
+                             ":exact")
         self._model_id = model_id_of(sha)
 
     @property
@@ -125,6 +134,9 @@ class OnnxEmbedder:
         return row
 
 
+EXACT_INT8_PRODUCTS = "session.x64quantprecision"  # u8×u8 kernels: no 16-bit saturation on x86 without VNNI
+
+
 def _single_thread_session(ort: Any, model_path: Path) -> Any:
     """One intra-op thread; concurrent run() calls on it are safe and each uses its caller's thread."""
     opts = ort.SessionOptions()
@@ -133,6 +145,7 @@ def _single_thread_session(ort: Any, model_path: Path) -> Any:
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.log_severity_level = 3
+    opts.add_session_config_entry(EXACT_INT8_PRODUCTS, "1")
     try:
         return ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from evidex.embedding.onnx import EXACT_INT8_PRODUCTS
 from evidex.embedding.onnx_export import atomic_directory, quiet_quantization_hint
 from evidex.embedding.sentence_transformers import require_device
 from evidex.errors import BackendUnavailable, ConfigError
@@ -91,6 +92,7 @@ class OnnxCrossEncoder:
         opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
+        opts.add_session_config_entry(EXACT_INT8_PRODUCTS, "1")  # an int8 model scores alike on every CPU
         try:
             self._session = onnxruntime.InferenceSession(str(model_dir / ONNX_MODEL_FILE), sess_options=opts,
                                                          providers=["CPUExecutionProvider"])
