@@ -56,9 +56,14 @@ _POSSESSIVE = re.compile(r"['’]s$", re.I)
 def terms(text: str) -> tuple[str, ...]:
     """Distinct stemmed content terms of `text`, in order (possessive 's dropped). The terms of
     `content_words`, computed without keeping the words: this runs many times per query."""
-    words = (_POSSESSIVE.sub("", w.lower()) for w in _WORD.findall(unicodedata.normalize("NFKC", text)))
-    out = (stem(w) for w in words if w not in STOPWORDS)
-    return tuple(dict.fromkeys(t for t in out if t))
+    return tuple(dict.fromkeys(t for w in _WORD.findall(unicodedata.normalize("NFKC", text)) if (t := _term_of(w))))
+
+
+@lru_cache(maxsize=131072)  # a word as written recurs across chunks and queries: fold, filter and stem it once
+def _term_of(word: str) -> str:
+    """The term of one word as `_WORD` finds it; "" for a stopword."""
+    lower = _POSSESSIVE.sub("", word.lower())
+    return "" if lower in STOPWORDS else stem(lower)
 
 
 def content_words(text: str) -> list[tuple[str, str]]:

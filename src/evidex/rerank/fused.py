@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -109,8 +108,8 @@ def rerank(query: str, candidates: Sequence[Candidate], weights: RerankWeights,
     per_chunk = [chunk_terms(c.chunk) for c in candidates]
     # Pool-local IDF: terms rare among the candidates discriminate between them.
     n = len(candidates)
-    df = Counter(t for ct, _ in per_chunk for t in ct if t in q_terms)
-    idf = {t: math.log(1 + (n + 1) / (df.get(t, 0) + 0.5)) for t in q_terms}
+    df = {t: sum(1 for ct, _ in per_chunk if t in ct) for t in q_terms}
+    idf = {t: math.log(1 + (n + 1) / (df[t] + 0.5)) for t in q_terms}
     total_idf = sum(idf.values()) or 1.0
     lexical = [sum(idf[t] for t in q_terms if t in ct) / total_idf for ct, _ in per_chunk]
     q_set = set(q_terms)
