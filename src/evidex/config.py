@@ -77,6 +77,8 @@ class EvidenceConfig:
     bridge_from_top: int = 3  # candidates whose named entities are followed (0 = no bridging)
     bridge_max_searches: int = 4  # title look-ups of all hops together (2-8 measured: 4 best on MuSiQue, HotpotQA)
     bridge_hops: int = 1
+    cited_min_pages: int = 2  # a candidate page linked from this many leading pages gains `cited_bonus` (0 = off)
+    cited_bonus: float = 0.2
     name_lookups: int = 4  # title look-ups for named aspects with no page titled by them in the pool (0 = none)
     # Per verbatim identifier (at most two): a tie-breaker. At 0.1 it moved SciFact nDCG@10 0.7313 -> 0.7270 and
     # helped nowhere (scripts/ablate_rerank.py); at 0.03 it lifts HotpotQA's one identifier question back.

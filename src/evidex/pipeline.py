@@ -20,6 +20,7 @@ from evidex.admission.gate import AdmissionGate, GateDecision, Principal, Reject
 from evidex.config import Config
 from evidex.evidence.assemble import expand_neighbours
 from evidex.evidence.bridge import BridgeSearch, bridge, named_pages
+from evidex.evidence.citations import cited_records
 from evidex.evidence.grade import Graded, GradeThresholds, grade, grade_of
 from evidex.evidence.plan import EvidencePlan, QuestionShape, RequiredFamily, plan_question, with_term_weights
 from evidex.evidence.rescue import rescue
@@ -199,10 +200,11 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                 bridged, searches = _bridge(parts, request, ranked, retrieved_at, sparse_candidates, reader)
             linked = frozenset(r for s in searches for r in s.linked)
             named = frozenset(r for s in searches for r in s.named)
+            cited = cited_records(_admitted(parts, request, ranked[:k], retrieved_at), ranked, ev.cited_min_pages)
             added = [*added_by_name, *added]
             known = {c.chunk.record_id for c in [*pool, *added]}
             bridged = [c for c in bridged if c.chunk.record_id not in known]
-            if added or bridged or linked:
+            if added or bridged or linked or cited:
                 # Rescued chunks enter at the retrieval floor and are scored with the rest of the pool.
                 floor = min((c.score for c in pool), default=0.0)
                 extra = [Candidate(c.chunk, floor, sparse_score=c.sparse_score) for c in [*added, *bridged]]
@@ -218,14 +220,14 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                         (readable if gate is None or who is None or gate.may_read(who, c.chunk) else unreadable
                          ).append(c)
                     ranked = sorted([*rerank(request.query, readable, weights_cfg, cross_encoder, plan.aspects,
-                                             linked).candidates,
+                                             linked, cited).candidates,
                                      *rerank(request.query, unreadable, weights_cfg, None, plan.aspects,
-                                             linked).candidates], key=lambda c: (-c.score, c.chunk.record_id))
+                                             linked, cited).candidates], key=lambda c: (-c.score, c.chunk.record_id))
                 else:
                     ranked = [*ranked, *extra]
             st.n_out = len(ranked)
             st.decisions = {"names": [s.to_dict() for s in lookups], "searches": [a.to_dict() for a in attempts],
-                            "bridges": [b.to_dict() for b in searches]}
+                            "bridges": [b.to_dict() for b in searches], "cited": sorted(cited)}
             st.searches = [*(("name", s.entity, s.ms) for s in lookups), *(("rescue", a.query, a.ms) for a in attempts),
                            *(("bridge", b.entity, b.ms) for b in searches)]
 
@@ -302,14 +304,20 @@ def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candi
     """Follow names out of readable evidence only, and only to readable records: a restricted page must
     neither steer what else is found nor be named (by id) in the trace."""
     ev = parts.config.evidence
-    sources = list(ranked[: ev.bridge_from_top * 2])
-    gate, who = parts.gate, request.principal
-    if gate is not None and who is not None:
-        sources = list(gate.admit(sources, who, retrieved_at).admitted)
+    sources = _admitted(parts, request, ranked[: ev.bridge_from_top * 2], retrieved_at)
     follow = _readable(parts, request, retrieved_at, sparse_candidates)
     return bridge(parts.store, request.query, sources, from_top=ev.bridge_from_top,
                   max_entities=ev.bridge_max_searches, limit=10, to_candidates=follow, hops=ev.bridge_hops,
                   filters=reader)
+
+
+def _admitted(parts: PipelineParts, request: SearchRequest, candidates: Sequence[Candidate],
+              retrieved_at: datetime) -> list[Candidate]:
+    """`candidates` the gate admits for this request (all of them when there is no gate)."""
+    gate, who = parts.gate, request.principal
+    if gate is None or who is None:
+        return list(candidates)
+    return list(gate.admit(candidates, who, retrieved_at).admitted)
 
 
 def _unreadable_successors(store: Store, vector: Callable[[], npt.NDArray[np.float32]],

@@ -65,12 +65,13 @@ class RerankWeights:
     linked: float  # the title is a name the best evidence mentions (a multi-hop bridge)
     exact_token_bonus: float  # per verbatim identifier, capped at 2 identifiers
     cross_encoder_top_n: int
+    cited_bonus: float = 0.0  # a page the leading evidence links to (`evidex.evidence.citations`)
 
     @classmethod
     def from_config(cls, ev: EvidenceConfig) -> RerankWeights:
         return cls(cross_encoder=ev.w_cross_encoder, retrieval=ev.w_retrieval, lexical=ev.w_lexical,
                    title=ev.w_title, linked=ev.w_linked, exact_token_bonus=ev.exact_token_bonus,
-                   cross_encoder_top_n=ev.cross_encoder_top_n)
+                   cross_encoder_top_n=ev.cross_encoder_top_n, cited_bonus=ev.cited_bonus)
 
 
 # A flag starts a word ("--dry-run"); a hyphenated compound ("AMP-activated") is one token, not a flag
@@ -101,7 +102,7 @@ class RerankOutcome:
 
 def rerank(query: str, candidates: Sequence[Candidate], weights: RerankWeights,
            cross_encoder: CrossEncoder | None = None, aspects: Sequence[str] = (),
-           linked: frozenset[str] = frozenset()) -> RerankOutcome:
+           linked: frozenset[str] = frozenset(), cited: frozenset[str] = frozenset()) -> RerankOutcome:
     if not candidates:
         return RerankOutcome((), cross_encoder.name if cross_encoder else None, {})
     q_terms = terms(" ".join([query, *aspects]))
@@ -117,7 +118,7 @@ def rerank(query: str, candidates: Sequence[Candidate], weights: RerankWeights,
     retrieval = min_max([c.score for c in candidates])
     idents = exact_tokens(query)
     bonus = [weights.exact_token_bonus * min(2, sum(1 for tok in idents if tok in c.chunk.text))
-             for c in candidates]
+             + (weights.cited_bonus if c.chunk.record_id in cited else 0.0) for c in candidates]
     ce_scores: list[float] = [0.0] * n
     w = {"retrieval": weights.retrieval, "lexical": weights.lexical, "title": weights.title}
     if linked:
