@@ -349,12 +349,11 @@ def _readable(parts: PipelineParts, request: SearchRequest, retrieved_at: dateti
               to_candidates: ToCandidates) -> ToCandidates:
     """`to_candidates` limited to records the requester may read (a look-up must not reveal, even by id in
     the trace, what the gate would reject)."""
-    gate, who = parts.gate, request.principal
-    if gate is None or who is None:
+    if parts.gate is None or request.principal is None:
         return to_candidates
 
     def readable(hits: list[ScoredId]) -> list[Candidate]:
-        return list(gate.admit(to_candidates(hits), who, retrieved_at).admitted)
+        return _admitted(parts, request, to_candidates(hits), retrieved_at)
 
     return readable
 
