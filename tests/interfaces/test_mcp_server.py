@@ -5,6 +5,7 @@ keys in headers), on a real index of the sample handbook."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -113,3 +114,32 @@ def test_streamable_http_takes_the_principal_from_the_key(handbook_engine: Engin
     assert "rate limited" in as_sec[3].content[0].text and "retry after 20 s" in as_sec[3].content[0].text
     assert structured(as_eng[0])["request"]["principal"] == {"name": "erin", "labels": list(ENGINEERING)}
     assert MARKER not in as_eng[0].content[0].text
+
+
+def test_streamable_http_logs_one_line_per_request_and_limits_the_body(
+        handbook_engine: Engine, keys: KeyStore, caplog: pytest.LogCaptureFixture) -> None:
+    """The HTTP API's guard fronts the MCP app too: one line per request naming the key, never the query or the
+    result (the single-process server had logged uvicorn's own lines instead), and a body over the limit is 413."""
+    eng, _ = keys.create("eng", "erin", ENGINEERING)
+    app = http_app(handbook_engine, keys, limiter=RateLimiter(clock=lambda: 0.0))
+    accept = {"Authorization": f"Bearer {eng}", "Accept": "application/json, text/event-stream"}
+    question = RESTRICTED_QUESTIONS[0]
+
+    async def post(base: str, body: dict[str, Any]) -> tuple[int, str]:
+        async with httpx2.AsyncClient(timeout=60) as http:
+            r = await http.post(base + MCP_PATH, json=body, headers=accept)
+            return r.status_code, r.text
+
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool.NAME, "arguments": {"query": question}}}
+    caplog.set_level(logging.INFO)
+    with live_server(app) as base:
+        status, text = anyio.run(post, base, call)
+        too_big, _ = anyio.run(post, base, {**call, "padding": "x" * 20_000})
+    assert status == 200 and '"result"' in text
+    assert too_big == 413
+    lines = [rec.getMessage() for rec in caplog.records if rec.name == "evidex.http"]
+    assert any(f"POST {MCP_PATH} 200 key=eng" in line for line in lines), lines
+    assert any(f"POST {MCP_PATH} 413 key=-" in line for line in lines), lines
+    logged = "\n".join(rec.getMessage() for rec in caplog.records)
+    assert question not in logged and eng not in logged

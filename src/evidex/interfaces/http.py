@@ -202,7 +202,10 @@ def _presented_key(request: Request) -> str | None:
     return request.headers.get("x-api-key")
 
 
-def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, max_k: int = tool.MAX_K,
+MAX_BODY_BYTES = 16384  # a request body, by default (a search is a few hundred bytes)
+
+
+def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = MAX_BODY_BYTES, max_k: int = tool.MAX_K,
                limiter: RateLimiter | None = None) -> FastAPI:
     """The HTTP API over `engine`, authenticating with `keys` and rate-limiting with `limiter`."""
     if not 1 <= max_k <= tool.MAX_K:
@@ -267,11 +270,11 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = 16384, m
     for cls in (ApiError, RequestValidationError, StarletteHTTPException):
         app.add_exception_handler(cls, handle)
     app.openapi = functools.partial(_openapi_without_422, app, app.openapi, max_k)  # type: ignore[method-assign]
-    app.add_middleware(_Guard, max_body_bytes=max_body_bytes)
+    app.add_middleware(Guard, max_body_bytes=max_body_bytes)
     return app
 
 
-class _Guard:
+class Guard:
     """Outermost layer: the body limit (413 before a byte too many is read), security headers on every
     response, and one log line per request (no bodies, no queries, no results)."""
 

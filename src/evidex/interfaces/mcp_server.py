@@ -157,16 +157,20 @@ class KeyAuth:
                                     (b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
             return
+        scope.setdefault("state", {})["evidex_key"] = record.name  # for the request's log line (`Guard`)
         await self.app({**scope, SCOPE_KEY: record}, receive, send)
 
 
 def http_app(engine: Engine, keys: KeyStore, *, host: str = "127.0.0.1",
              limiter: RateLimiter | None = None) -> ASGIApp:
-    """The streamable-HTTP MCP app at /mcp (stateless, JSON responses), behind API keys."""
+    """The streamable-HTTP MCP app at /mcp (stateless, JSON responses), behind API keys and the HTTP API's
+    guard: its body limit (413), security headers and one log line per request naming the key, never a body."""
+    from evidex.interfaces.http import MAX_BODY_BYTES, Guard
+
     server = build_server(engine, limiter=limiter)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
                                      host=host)
-    return KeyAuth(app, keys)
+    return Guard(KeyAuth(app, keys), max_body_bytes=MAX_BODY_BYTES)
 
 
 def worker_app() -> ASGIApp:
@@ -179,13 +183,11 @@ def worker_app() -> ASGIApp:
 
 
 def run_http(engine: Engine, keys: KeyStore, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
-    import uvicorn
-
-    from evidex.interfaces.http import log_config
+    """One process, as `evidex serve` runs (uvicorn's own access log off: the guard's line replaces it)."""
+    from evidex.interfaces.http import serve
 
     with RateLimiter(rates_path(keys.path)) as limiter:  # the buckets `evidex serve` draws on too
-        uvicorn.run(http_app(engine, keys, host=host, limiter=limiter), host=host, port=port,
-                    log_config=log_config(), server_header=False, proxy_headers=False)
+        serve(http_app(engine, keys, host=host, limiter=limiter), host=host, port=port)
 
 
 def main() -> None:
