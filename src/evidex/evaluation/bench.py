@@ -40,7 +40,7 @@ from evidex.config import Config
 from evidex.embedding.protocol import Embedder, Vectors
 from evidex.engine import Engine, configured_embedder
 from evidex.evaluation.bench_report import GOALS, check_goals
-from evidex.evaluation.measure import RssSampler, dir_mb, loadavg, maxrss_mb, ms_stats, rss_mb
+from evidex.evaluation.measure import RssSampler, dir_mb, loadavg, machine, maxrss_mb, ms_stats, rss_mb
 from evidex.evaluation.metrics import percentile
 from evidex.evaluation.synthetic import FILTER, SyntheticCorpus
 from evidex.ingest.loaders import iter_documents
@@ -417,8 +417,8 @@ def run_bench(config: Config, *, k8s_docs: Path | None, synthetic_chunks: int = 
     cpus = os.cpu_count() or 1
     report: dict[str, Any] = {
         "environment": {
-            "cpus": cpus, "loadavg_start": loadavg(), "python": platform.python_version(),
-            "numpy": np.__version__, "sqlite": sqlite3.sqlite_version, "platform": platform.platform(),
+            **machine(), "loadavg_start": loadavg(), "python": platform.python_version(),
+            "numpy": np.__version__, "sqlite": sqlite3.sqlite_version,
             "blas_threads": {k: os.environ.get(k, "unset") for k in
                              ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")},
             "note": NOISE_NOTE.format(cpus=cpus),

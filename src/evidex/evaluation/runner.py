@@ -28,6 +28,7 @@ from evidex.engine import Engine, configured_embedder
 from evidex.evaluation import metrics
 from evidex.evaluation.datasets import Question
 from evidex.evaluation.gate_audit import GateAudit
+from evidex.evaluation.measure import machine
 from evidex.evaluation.signal_check import check_signals, quality
 from evidex.evidence.plan import EvidencePlan, RequiredFamily, explicit_plan
 from evidex.ingest import run as ingest_run
@@ -178,7 +179,7 @@ def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[
     if principal is not None and retrieved_at is not None:
         audit = GateAudit.build(engine, principal, retrieved_at)
         gate_info = {"principal_labels": list(principal.labels), "retrieved_at": retrieved_at.isoformat()}
-    report: dict[str, Any] = {"k": k, "plan": plan, "questions": len(questions),
+    report: dict[str, Any] = {"k": k, "plan": plan, "questions": len(questions), "machine": machine(),
                               "snapshot_id": engine.store.snapshot_id(), "config_hash": engine.config.hash(),
                               "gate": gate_info, "pipelines": {}}
     for name in pipelines:

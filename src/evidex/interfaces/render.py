@@ -90,6 +90,13 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _measured_on(machine: dict[str, Any] | None) -> str:
+    if not machine:
+        return ""
+    dot = "with" if machine["int8_dot_product"] else "without"
+    return f"\nlatency measured on {machine['cpus']} × {machine['cpu']} ({dot} int8 dot-product instructions)"
+
+
 def render_eval(console: Console, report: dict[str, Any]) -> None:
     """`evidex eval`'s report: quality and latency per pipeline; the gate audit and the agent-signal
     validation where the run has them."""
@@ -98,7 +105,8 @@ def render_eval(console: Console, report: dict[str, Any]) -> None:
     table = Table("pipeline", f"family recall@{k}", f"all found@{k}", f"… over {k} pages", "nDCG@10",
                   "recall@100", "MRR", "p50 ms", "p95 ms",
                   title=f"{report['questions']} questions, plan={report['plan']}",
-                  caption=f"… over {k} pages: family recall / all found in the first {k} distinct pages")
+                  caption=f"… over {k} pages: family recall / all found in the first {k} distinct pages"
+                          + _measured_on(report.get("machine")))
     for name, row in pipelines.items():
         table.add_row(name, _fmt(row["family_recall"]), _fmt(row["all_found"]),
                       f"{_fmt(row['family_recall_pages'])} / {_fmt(row['all_found_pages'])}", _fmt(row["ndcg@10"]),
