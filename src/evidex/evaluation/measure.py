@@ -54,20 +54,19 @@ def machine() -> dict[str, object]:
     """What a latency was measured on: cores, the CPU's model, and whether it has the int8 dot-product
     instructions (VNNI) that make quantized inference faster there. Figures from two machines differ by this
     much (a 2-core AVX2 EPYC runs the k8s pipeline about half as fast as the earlier machine of these figures)."""
-    model, flags = platform.processor() or platform.machine(), ""
+    fields: dict[str, str] = {}  # the first processor's "model name" and "flags" (Linux)
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 key, _, value = line.partition(":")
-                if key.strip() == "model name" and value.strip():
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flags = value
-                if model and flags:
+                if key.strip() in ("model name", "flags"):
+                    fields.setdefault(key.strip(), value.strip())
+                if len(fields) == 2:
                     break
     except OSError:
         pass
-    int8_dot_product = bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags.split()))
+    model = fields.get("model name") or platform.processor() or platform.machine()
+    int8_dot_product = bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(fields.get("flags", "").split()))
     return {"cpus": os.cpu_count() or 1, "cpu": model, "int8_dot_product": int8_dot_product,
             "platform": platform.platform()}
 

@@ -19,6 +19,7 @@ from evidex.types import Candidate, Chunk
 _MARKDOWN_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)")
 _HTML_LINK = re.compile(r"""\bhref\s*=\s*["']([^"']+)["']""", re.I)
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
+_ORIGIN = re.compile(r"^[a-z][a-z0-9+.-]*://[^/]*", re.I)  # scheme and host of an absolute URL
 _PAGE_SUFFIX = re.compile(r"\.(?:md|markdown|mdx|html?|rst|txt)$", re.I)
 _SECTION_PAGE = ("index", "_index", "readme")
 
@@ -40,7 +41,7 @@ def link_paths(chunk: Chunk) -> list[tuple[str, ...]]:
         if not target or target.lower().startswith(("mailto:", "tel:", "javascript:")):
             continue
         if _SCHEME.match(target):  # an absolute URL: its path names the page (its site cannot be checked here)
-            target = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]*", "", target, flags=re.I) or "/"
+            target = _ORIGIN.sub("", target) or "/"
         elif not target.startswith("/"):
             target = posixpath.normpath(posixpath.join(posixpath.dirname(chunk.source), target))
             if target.startswith(".."):
