@@ -279,23 +279,51 @@ def test_restricted_text_never_moves_a_readable_bm25_score(tmp_path: Path) -> No
         lacks.close()
 
 
-def test_scoped_bm25_is_fts5_bm25_when_every_record_is_readable(tmp_path: Path) -> None:
-    """The scoped scoring recomputes FTS5's bm25() word by word: over readers who may read every record it
-    must give FTS5's own ranking and scores (title weight and title-only searches included)."""
+def _fts5_ranking(store: SqliteStore, query: str, *, title_only: bool = False, where: str = "",
+                  params: tuple[str, ...] = ()) -> list[tuple[str, float]]:
+    """FTS5 ranking the OR query itself, in SQL on the index file: the reference the store's word-by-word
+    search must reproduce."""
+    from evidex.retrieval.lexical import fts_query
+
+    match = fts_query(query)
+    if title_only:
+        match = "{title} : (" + match + ")"
+    with closing(sqlite3.connect(store.path)) as db:
+        rows = db.execute(
+            "SELECT r.record_id, bm25(records_fts, ?, 1.0) AS s FROM records_fts JOIN records r "
+            f"ON r.rowid = records_fts.rowid WHERE records_fts MATCH ? {where} ORDER BY s, r.rowid LIMIT 10",
+            (store.title_weight, match, *params)).fetchall()
+    return [(record_id, -score) for record_id, score in rows]
+
+
+def test_bm25_summed_word_by_word_is_fts5s_own_to_the_last_bit(tmp_path: Path) -> None:
+    """The store sums each word's bm25() instead of asking FTS5 to rank the OR query: ids, order and scores
+    must be FTS5's exactly (title weight, title-only searches, filters, and readers who may read every record
+    included). Words that stem alike ("keys", "key") and a word no record holds are in the queries."""
     store = SqliteStore(tmp_path / "idx", title_weight=2.5)
     texts = ["key rotation schedule for the vault", "rotation of the signing key every quarter key key",
-             "key ceremony checklist", "on-call rotation and paging", "the vault seals on restart vault"]
+             "key ceremony checklist", "on-call rotation and paging", "the vault seals on restart vault",
+             "keys rotate quarterly; the signing keys rotate yearly", "paging runbook: rotation handover"]
     docs = [document([make_chunk(f"d{i}", 0, t, title="Vault key" if i % 2 else "Paging",
-                                 provenance=Provenance(access_labels=("eng" if i % 2 else "security",)))],
+                                 provenance=Provenance(access_labels=("eng" if i % 2 else "security",),
+                                                       evidence_family="keys" if i % 3 else "ops"))],
                      [axis(i % DIM)]) for i, t in enumerate(texts)]
     store.commit_batch(batch("b1", *docs))
     try:
-        for query in ("key rotation vault", "paging key", "quarter"):
+        for query in ("key rotation vault", "paging key keys", "quarter", "signing rotate yearly quokka"):
             for title_only in (False, True):
-                fts5 = store.search_sparse(query, 10, title_only=title_only)
-                scoped = store._scoped_matches(query, 10, None, ("eng", "security"), title_only)
-                assert [h.record_id for h in scoped] == [h.record_id for h in fts5], (query, title_only)
-                assert [h.score for h in scoped] == pytest.approx([h.score for h in fts5], rel=1e-9)
+                expected = _fts5_ranking(store, query, title_only=title_only)
+                got = [(h.record_id, h.score) for h in store.search_sparse(query, 10, title_only=title_only)]
+                assert got == expected, (query, title_only)
+                everyone = store.search_sparse(query, 10, scope=("eng", "security"), title_only=title_only)
+                assert [h.record_id for h in everyone] == [r for r, _ in expected], (query, title_only)
+                assert [h.score for h in everyone] == pytest.approx([s for _, s in expected], rel=1e-9)
+            ops = store.search_sparse(query, 10, SearchFilters(families=("ops",)))
+            assert [(h.record_id, h.score) for h in ops] == _fts5_ranking(
+                store, query, where="AND r.evidence_family = ?", params=("ops",)), query
+            one = store.search_sparse(query, 10, SearchFilters(doc_ids=("d5",)))
+            assert [(h.record_id, h.score) for h in one] == _fts5_ranking(
+                store, query, where="AND r.doc_id = ?", params=("d5",)), query
     finally:
         store.close()
 
@@ -361,10 +389,9 @@ def test_the_word_cache_stays_within_its_bound_mid_search(tmp_path: Path, monkey
         store.close()
 
 
-def test_a_broad_filter_without_labels_ranks_as_filtering_every_match_would(store: SqliteStore) -> None:
-    """The broad-filter path (most records pass: rank the full-text index alone with room to spare, keep what
-    passes, else filter in SQL) now serves filters without access labels, such as validity at an instant; the
-    best matches are exactly the ones the filter removes."""
+def test_a_filter_without_labels_ranks_as_filtering_every_match_would(store: SqliteStore) -> None:
+    """A filter without access labels (validity at an instant) ranks the matches it passes as the unfiltered
+    search does, at every limit, where the best matches are exactly the ones the filter removes."""
     from datetime import UTC, datetime
 
     docs = []

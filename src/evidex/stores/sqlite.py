@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from evidex.errors import StoreError
 from evidex.ingest.provenance import format_time
-from evidex.retrieval.lexical import fts_query, tokens
+from evidex.retrieval.lexical import tokens
 from evidex.stores.dense import DenseIndex
 from evidex.stores.protocol import BatchWrite, model_after
 from evidex.stores.rows import chunk_from_row
@@ -98,7 +98,6 @@ _BM25 = "bm25(records_fts, ?, 1.0)"  # (title, text) column weights: the title w
 _WORD_CACHE_ROWS = 2_000_000  # about 32 MB of (rowid, score) pairs
 _CHUNK_CACHE_ROWS = 10_000  # decoded chunks kept per snapshot: a few tens of MB of text at most
 WordMatches = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
-_BROAD_FILTER = 0.5  # a filter at least this share of records passes is applied to unfiltered full-text hits
 
 _CHUNK_COLUMNS = (
     "record_id, doc_id, chunk_index, source, title, heading, text, citation_anchor, span_start, span_end, "
@@ -137,6 +136,15 @@ def _significant(values: npt.NDArray[np.float64], digits: int) -> npt.NDArray[np
     """Positive `values` rounded to `digits` significant digits."""
     scale = 10.0 ** (digits - 1 - np.floor(np.log10(values)))
     return np.asarray(np.round(values * scale) / scale, dtype=np.float64)
+
+
+def _best(rows: npt.NDArray[np.intp], scores: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.intp]:
+    """The `limit` best of `rows` by score, ties by row (FTS5's `ORDER BY bm25, rowid`: rows are in rowid order)."""
+    if len(rows) > limit:
+        # Everything scoring at least the limit-th best score; the ties at the cut are ordered below.
+        floor = np.partition(scores[rows], len(rows) - limit)[len(rows) - limit]
+        rows = rows[scores[rows] >= floor]
+    return rows[np.lexsort((rows, -scores[rows]))][:limit]
 
 
 def _regexp(pattern: str, value: str | None) -> bool:
@@ -385,10 +393,6 @@ class SqliteStore:
         with self._lock:
             return self._dense_index(), self._dense_generation
 
-    def _fts_generation(self) -> int:
-        with self._fts_lock:
-            return self._fts_generation_locked()
-
     def _fts_generation_locked(self) -> int:
         """The generation the full-text connection sees (the caller holds `_fts_lock`)."""
         return int(self._fts.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
@@ -406,48 +410,24 @@ class SqliteStore:
 
     def search_sparse(self, query: str, limit: int, filters: SearchFilters | None = None, *,
                       title_only: bool = False, scope: tuple[str, ...] | None = None) -> list[ScoredId]:
-        match = fts_query(query)
-        if not match or limit <= 0:
-            return []
-        readers = scope if scope is not None else filters.access_labels if filters is not None else None
-        if readers is not None:
-            index, _ = self._dense_snapshot()
-            if index.passes(SearchFilters(access_labels=readers))[1] < 1.0:
-                return self._scoped_matches(query, limit, filters, readers, title_only)
-        if title_only:
-            match = "{title} : (" + match + ")"
-        if filters is None or filters.is_empty():
-            return self._ranked_matches(match, limit)
-        # A filter most records pass (what a requester may read): rank the full-text index alone, with room
-        # to spare, and keep the hits the filters pass (the masks dense search applies). That is the order
-        # filtering inside SQL gives, at the unfiltered query's speed. A narrow filter (a family), or too
-        # few passing hits: SQL filters every match.
-        index, generation = self._dense_snapshot()
-        passes, share = index.passes(filters)
-        if share >= _BROAD_FILTER:
-            wide = 2 * limit
-            hits = self._ranked_matches(match, wide)
-            kept = [h for h in hits if passes(h.record_id)]
-            # The masks must describe the snapshot the hits came from: a commit in between (a relabelled
-            # record keeps its id) sends the search to SQL, which filters in the same statement.
-            if (len(kept) >= limit or len(hits) < wide) and self._fts_generation() == generation:
-                return kept[:limit]
-        where, params = _filter_sql(filters)
-        sql = (f"SELECT r.record_id, {_BM25} AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
-               f"WHERE records_fts MATCH ? {where} ORDER BY s, r.rowid LIMIT ?")
-        return self._scored(sql, (self.title_weight, match, *params, limit))
+        """FTS5's bm25() ranking (ties by row), summed word by word over each word's matches.
 
-    def _scoped_matches(self, query: str, limit: int, filters: SearchFilters | None, readers: tuple[str, ...],
-                        title_only: bool) -> list[ScoredId]:
-        """BM25 with each word's rarity and the row count taken over the records carrying one of `readers`
-        (what the requester may read), not over every record: a restricted record holding a word must not
-        change a readable record's score or rank, or a question could test restricted text for that word.
+        FTS5's bm25() of an OR of words is, per row, the sum in query order of each word's own bm25() (the
+        word's idf times its term-frequency part; a word a row lacks adds exactly zero). Each word's matches
+        and scores are read once per snapshot and kept (a question's words recur in its aspects' rescues,
+        name look-ups and the next questions), so a search is a few vector additions and the filters are the
+        masks dense search applies: the same scores, to the last bit, as FTS5 ranking the OR query itself,
+        without a full-text query per search.
 
-        FTS5's bm25() sums, per query word, idf(word) x a term-frequency part. Each word is searched alone
-        (one read transaction, the dense snapshot's generation), its part recovered by dividing out FTS5's
-        idf, and multiplied by the idf among readable rows. Only the average row length is still taken over
-        every row: it says nothing of which words restricted text holds."""
+        With readers (the filters' access labels, or `scope` for a search wider than its readers), each word's
+        rarity and the row count are taken over the records they may read, not over every record: a
+        restricted record holding a word must not change a readable record's score or rank, or a question
+        could test restricted text for that word. The word's term-frequency part is recovered by dividing out
+        FTS5's idf and multiplied by the idf among readable rows. Only the average row length is still taken
+        over every row: it says nothing of which words restricted text holds."""
         words = [f'"{t}"' for t in dict.fromkeys(tokens(query))]
+        if not words or limit <= 0:
+            return []
         if title_only:
             words = ["{title} : (" + w + ")" for w in words]
         for _ in range(3):  # a commit between the snapshot and the full-text reads: read both again
@@ -457,27 +437,36 @@ class SqliteStore:
                 break
         else:
             raise StoreError("the index kept changing during a search; try again")
-        readable = index.mask(SearchFilters(access_labels=readers))
-        assert readable is not None
-        n_all, n_readable = len(index), int(readable.sum())
+        readers = scope if scope is not None else filters.access_labels if filters is not None else None
+        readable = index.mask(SearchFilters(access_labels=readers)) if readers is not None else None
+        if readable is not None and bool(readable.all()):
+            readable = None  # every record readable: FTS5's own statistics are the readers'
+        n_all = len(index)
+        n_readable = n_all if readable is None else int(readable.sum())
         scores = np.zeros(n_all)
         matched = np.zeros(n_all, dtype=bool)
         for rowids, raw in per_word:
             if not len(rowids):
                 continue
             at = np.searchsorted(index.rowids, rowids)
-            scores[at] += raw * (_fts5_idf(n_readable, int(readable[at].sum())) / _fts5_idf(n_all, len(rowids)))
+            if readable is None:
+                scores[at] += raw
+            else:
+                scores[at] += raw * (_fts5_idf(n_readable, int(readable[at].sum())) / _fts5_idf(n_all, len(rowids)))
             matched[at] = True
         passing = index.mask(filters)
         keep = np.flatnonzero(matched if passing is None else matched & passing)
-        # Dividing out FTS5's idf leaves rounding noise that depends on every record's words: ten significant
-        # digits keep it out of the scores and out of the order of ties.
-        scores[keep] = _significant(scores[keep], 10)
-        ranked = keep[np.lexsort((index.rowids[keep], -scores[keep]))]
-        # A search wider than the readers (a declared family's rescue) takes up to `limit` of each audience:
-        # cut together, restricted hits would push readable ones out of the result.
-        best = np.concatenate([ranked[readable[ranked]][:limit], ranked[~readable[ranked]][:limit]])
-        best = best[np.lexsort((index.rowids[best], -scores[best]))]
+        if readable is None:
+            best = _best(keep, scores, limit)
+        else:
+            # Dividing out FTS5's idf leaves rounding noise that depends on every record's words: ten
+            # significant digits keep it out of the scores and out of the order of ties.
+            scores[keep] = _significant(scores[keep], 10)
+            # A search wider than the readers (a declared family's rescue) takes up to `limit` of each
+            # audience: cut together, restricted hits would push readable ones out of the result.
+            best = np.concatenate([_best(keep[readable[keep]], scores, limit),
+                                   _best(keep[~readable[keep]], scores, limit)])
+            best = best[np.lexsort((best, -scores[best]))]
         return [ScoredId(index.ids[i], float(scores[i])) for i in best]
 
     def _word_matches(self, words: Sequence[str], generation: int) -> list[WordMatches] | None:
@@ -494,32 +483,17 @@ class SqliteStore:
                     if self._fts_generation_locked() != generation:
                         return None
                     for w in missing:
-                        # Two space-separated columns in one row: a row object per match cost more than the search.
-                        # The score as 17 significant digits (group_concat would print 15).
-                        ids, raw = self._fts.execute(
-                            f"WITH m AS MATERIALIZED (SELECT rowid AS r, {_BM25} AS s FROM records_fts "
-                            f"WHERE records_fts MATCH ?) SELECT group_concat(r, ' '), "
-                            f"group_concat(printf('%.17g', s), ' ') FROM m",
-                            (self.title_weight, w)).fetchone()
-                        found[w] = (np.array((ids or "").split(), dtype=np.int64),
-                                    -np.array((raw or "").split(), dtype=np.float64))
+                        # The scores as SQLite's doubles: its printf keeps 16 significant digits, and a word's
+                        # scores are summed to FTS5's own to the last bit.
+                        rows = self._fts.execute(f"SELECT rowid, {_BM25} FROM records_fts WHERE records_fts MATCH ?",
+                                                 (self.title_weight, w)).fetchall()
+                        found[w] = (np.array([r[0] for r in rows], dtype=np.int64),
+                                    -np.array([r[1] for r in rows], dtype=np.float64))
                 finally:
                     self._fts.execute("COMMIT")
                 for w in missing:
                     self._word_cache.keep(w, found[w])
             return [found[w] for w in words]
-
-    def _ranked_matches(self, match: str, limit: int) -> list[ScoredId]:
-        """The best `limit` matches: the full-text index ranks alone, then the few winners' ids are fetched."""
-        sql = (f"SELECT r.record_id, f.s FROM (SELECT rowid, {_BM25} AS s FROM records_fts "
-               f"WHERE records_fts MATCH ? ORDER BY s, rowid LIMIT ?) f JOIN records r ON r.rowid = f.rowid "
-               f"ORDER BY f.s, f.rowid")
-        return self._scored(sql, (self.title_weight, match, limit))
-
-    def _scored(self, sql: str, args: tuple[Any, ...]) -> list[ScoredId]:
-        with self._fts_lock:
-            rows = self._fts.execute(sql, args).fetchall()
-        return [ScoredId(r[0], -float(r[1])) for r in rows]
 
     def batches(self) -> list[BatchInfo]:
         with self._lock:
@@ -591,29 +565,3 @@ class SqliteStore:
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
-
-
-def _filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
-    if filters is None or filters.is_empty():
-        return "", []
-    clauses: list[str] = []
-    params: list[Any] = []
-    if filters.access_labels is not None:
-        marks = ",".join("?" * len(filters.access_labels)) or "NULL"
-        clauses.append(f"EXISTS (SELECT 1 FROM json_each(r.access_labels) j WHERE j.value IN ({marks}))")
-        params.extend(filters.access_labels)
-    if filters.valid_at is not None:
-        at = format_time(filters.valid_at)
-        clauses.append("(r.published_at IS NULL OR r.published_at <= ?) AND (r.expires_at IS NULL OR "
-                       "r.expires_at > ?)")
-        params.extend([at, at])
-    if filters.families is not None:
-        clauses.append(f"r.evidence_family IN ({','.join('?' * len(filters.families)) or 'NULL'})")
-        params.extend(filters.families)
-    if filters.doc_ids is not None:
-        clauses.append(f"r.doc_id IN ({','.join('?' * len(filters.doc_ids)) or 'NULL'})")
-        params.extend(filters.doc_ids)
-    if filters.source_pattern is not None:
-        clauses.append("regexp(?, r.source)")
-        params.append(filters.source_pattern)
-    return "AND " + " AND ".join(clauses), params
