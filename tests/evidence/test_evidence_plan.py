@@ -14,6 +14,7 @@ from evidex.evidence.plan import (
     PlanSource,
     QuestionShape,
     RequiredFamily,
+    _term_set,
     auto_plan,
     chunk_terms,
     content_words,
@@ -375,3 +376,12 @@ def test_sub_questions_do_not_depend_on_how_words_are_spaced(words: list[str], g
 def test_content_words_give_exactly_the_terms(text: str) -> None:
     """Two implementations of one rule (terms() runs many times per query and keeps no words): they agree."""
     assert tuple(term for _, term in content_words(text)) == terms(text)
+
+
+@given(st.text(alphabet=st.sampled_from(list("abcAB09's _-.:/\n\t\"")), max_size=80)
+       | st.text(alphabet=st.sampled_from(list("ab's’İß _")) | st.characters(), max_size=80))
+def test_a_chunks_term_set_is_the_set_of_its_terms(text: str) -> None:
+    """A chunk's term set (split at what a word cannot hold on ASCII text, which most chunks are) is exactly
+    the set of `terms` (one regular expression over any text): apostrophes inside, around and doubled,
+    underscores, digits and non-ASCII text included."""
+    assert _term_set(text) == frozenset(terms(text))
