@@ -97,7 +97,7 @@ MIGRATIONS = [
 _BM25 = "bm25(records_fts, ?, 1.0)"  # (title, text) column weights: the title weight is a setting
 _WORD_CACHE_ROWS = 2_000_000  # about 32 MB of (rowid, score) pairs
 _CHUNK_CACHE_ROWS = 10_000  # decoded chunks kept per snapshot: a few tens of MB of text at most
-WordMatches = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
+WordMatches = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]  # rows' positions in the snapshot, scores
 
 _CHUNK_COLUMNS = (
     "record_id, doc_id, chunk_index, source, title, heading, text, citation_anchor, span_start, span_end, "
@@ -432,7 +432,7 @@ class SqliteStore:
             words = ["{title} : (" + w + ")" for w in words]
         for _ in range(3):  # a commit between the snapshot and the full-text reads: read both again
             index, generation = self._dense_snapshot()
-            per_word = self._word_matches(words, generation)
+            per_word = self._word_matches(words, index, generation)
             if per_word is not None:
                 break
         else:
@@ -444,16 +444,12 @@ class SqliteStore:
         n_all = len(index)
         n_readable = n_all if readable is None else int(readable.sum())
         scores = np.zeros(n_all)
-        matched = np.zeros(n_all, dtype=bool)
-        for rowids, raw in per_word:
-            if not len(rowids):
-                continue
-            at = np.searchsorted(index.rowids, rowids)
+        for at, raw in per_word:
             if readable is None:
                 scores[at] += raw
-            else:
-                scores[at] += raw * (_fts5_idf(n_readable, int(readable[at].sum())) / _fts5_idf(n_all, len(rowids)))
-            matched[at] = True
+            elif len(at):
+                scores[at] += raw * (_fts5_idf(n_readable, int(readable[at].sum())) / _fts5_idf(n_all, len(at)))
+        matched = scores > 0  # a word's bm25() is positive in every row holding it (FTS5's idf is at least 1e-6)
         passing = index.mask(filters)
         keep = np.flatnonzero(matched if passing is None else matched & passing)
         if readable is None:
@@ -469,10 +465,11 @@ class SqliteStore:
             best = best[np.lexsort((best, -scores[best]))]
         return [ScoredId(index.ids[i], float(scores[i])) for i in best]
 
-    def _word_matches(self, words: Sequence[str], generation: int) -> list[WordMatches] | None:
-        """Every row matching each one-word MATCH expression, with FTS5's bm25() for it (negated: higher is
-        better), read in one transaction at `generation`; None when the index is at another generation.
-        Kept per generation (a question's words recur in its aspects' searches), up to _WORD_CACHE_ROWS rows."""
+    def _word_matches(self, words: Sequence[str], index: DenseIndex, generation: int) -> list[WordMatches] | None:
+        """Every row matching each one-word MATCH expression, as its position in `index` (the snapshot's rows),
+        with FTS5's bm25() for it (negated: higher is better), read in one transaction at `generation`; None when
+        the index is at another generation. Kept per generation (a question's words recur in its aspects'
+        searches, and across questions), up to _WORD_CACHE_ROWS rows."""
         with self._fts_lock:
             self._word_cache.at(generation)
             found = self._word_cache.found(words)
@@ -487,7 +484,7 @@ class SqliteStore:
                         # scores are summed to FTS5's own to the last bit.
                         rows = self._fts.execute(f"SELECT rowid, {_BM25} FROM records_fts WHERE records_fts MATCH ?",
                                                  (self.title_weight, w)).fetchall()
-                        found[w] = (np.array([r[0] for r in rows], dtype=np.int64),
+                        found[w] = (np.searchsorted(index.rowids, np.array([r[0] for r in rows], dtype=np.int64)),
                                     -np.array([r[1] for r in rows], dtype=np.float64))
                 finally:
                     self._fts.execute("COMMIT")
