@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from evidex.engine import Engine
+from evidex.engine import YOUNG_COLLECTION_THRESHOLD, Engine, settle_heap
 from evidex.errors import ConfigError
+from evidex.stores.sqlite import SqliteStore
 from evidex.types import RetrievalMode
 
 EngineFactory = Callable[..., Engine]
@@ -31,3 +33,28 @@ def test_a_configuration_that_needs_another_index_is_refused(make_engine: Engine
     engine = make_engine()
     with pytest.raises(ConfigError, match="different index"):
         engine.with_config(engine.config.replace(chunking={"max_chars": 300}))
+
+
+def test_warm_up_loads_what_the_first_search_needs(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    """A server warms its engine before the first request: the model, the pipeline's parts, the snapshot's
+    matrix and the words of a question are loaded, and an empty index warms up without an error."""
+    empty = make_engine()
+    empty.warm_up()
+    engine = make_engine()
+    engine.ingest([write_corpus({"rotation.md": "# Key rotation\n\nRotate the access keys every quarter.\n"})])
+    store = engine.store
+    assert isinstance(store, SqliteStore)
+    assert engine._parts is None and store._dense is None and store._word_cache.used == 0
+    engine.warm_up()
+    assert engine._parts is not None and store._dense is not None and store._word_cache.used > 0
+
+
+def test_settle_heap_freezes_what_is_alive_and_collects_young_objects_less_often() -> None:
+    before = gc.get_threshold()
+    try:
+        settle_heap()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (max(before[0], YOUNG_COLLECTION_THRESHOLD), before[1], before[2])
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -104,12 +104,22 @@ def serve_cmd(
         err.print(f"evidex: API and inspector on http://{escape(host)}:{port}/ (keys: {escape(str(store.path))}"
                   f"{processes})", highlight=False, soft_wrap=True)
         if workers == 1:
+            _ready(engine)
             with RateLimiter(rates_path(store.path)) as limiter:
                 serve(create_app(engine, store, max_body_bytes=max_body_bytes, max_k=max_k, limiter=limiter),
                       host=host, port=port)
             return
         settings = worker_settings(config, engine, store, max_body_bytes=max_body_bytes, max_k=max_k)
     serve_workers(settings, workers=workers, host=host, port=port)
+
+
+def _ready(engine: Engine) -> None:
+    """A serving process's engine before its first request: warm, and the heap settled (see `settle_heap`).
+    `serve --workers N` readies each worker's own engine (`WorkerParts`)."""
+    from evidex.engine import settle_heap
+
+    engine.warm_up()
+    settle_heap()
 
 
 def mcp_cmd(
@@ -131,6 +141,7 @@ def mcp_cmd(
 
     if mode is McpTransport.STDIO:  # stdout is the protocol: nothing else may be printed there
         with open_engine(config, index) as engine:
+            _ready(engine)
             mcp_server.run_stdio(engine)
         return
     if not _is_loopback(host):
@@ -141,6 +152,7 @@ def mcp_cmd(
         err.print(f"evidex: MCP (streamable HTTP) on http://{escape(host)}:{port}{mcp_server.MCP_PATH} "
                   f"(keys: {escape(str(store.path))}{processes})", highlight=False, soft_wrap=True)
         if workers == 1:
+            _ready(engine)
             mcp_server.run_http(engine, store, host=host, port=port)
             return
         settings = worker_settings(config, engine, store, host=host)
