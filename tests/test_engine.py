@@ -10,6 +10,7 @@ import pytest
 
 from evidex.engine import YOUNG_COLLECTION_THRESHOLD, Engine, settle_heap
 from evidex.errors import ConfigError
+from evidex.evidence import plan
 from evidex.stores.sqlite import SqliteStore
 from evidex.types import RetrievalMode
 
@@ -37,16 +38,23 @@ def test_a_configuration_that_needs_another_index_is_refused(make_engine: Engine
 
 def test_warm_up_loads_what_the_first_search_needs(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
     """A server warms its engine before the first request: the model, the pipeline's parts, the snapshot's
-    matrix and the words of a question are loaded, and an empty index warms up without an error."""
+    matrix, the words of a question and every chunk's term set are loaded, and an empty index warms up without
+    an error."""
     empty = make_engine()
     empty.warm_up()
-    engine = make_engine()
-    engine.ingest([write_corpus({"rotation.md": "# Key rotation\n\nRotate the access keys every quarter.\n"})])
+    # More pages than a search's pool of ten candidates, rescues of one hit: the warm-up question meets few.
+    engine = make_engine(evidence={"pool_size": 1, "wide_limit": 1, "name_lookups": 0})
+    animals = ["marmot", "quokka", "wombat", "tapir", "okapi", "dugong", "pangolin", "axolotl", "numbat", "kakapo",
+               "gharial", "saola", "fossa", "dhole"]
+    engine.ingest([write_corpus({"rotation.md": "# Key rotation\n\nRotate the access keys every quarter.\n",
+                                 **{f"{a}.md": f"# The {a}\n\nThe {a} forages at dusk.\n" for a in animals}})])
     store = engine.store
     assert isinstance(store, SqliteStore)
     assert engine._parts is None and store._dense is None and store._word_cache.used == 0
     engine.warm_up()
     assert engine._parts is not None and store._dense is not None and store._word_cache.used > 0
+    every = store.all_chunks()
+    assert every and all((c.record_id, c.content_hash, c.title, c.heading) in plan._TERM_CACHE for c in every)
 
 
 def test_settle_heap_freezes_what_is_alive_and_collects_young_objects_less_often() -> None:

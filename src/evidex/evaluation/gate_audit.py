@@ -39,7 +39,7 @@ class GateAudit:
 
     @classmethod
     def build(cls, engine: Engine, principal: Principal, retrieved_at: datetime) -> GateAudit:
-        chunks = tuple(engine.store.all_chunks())  # type: ignore[attr-defined]
+        chunks = tuple(engine.store.all_chunks())
         gate = AdmissionGate(GatePolicy.from_config(engine.config.gate.rules, engine.config.gate.visibility))
         decision = gate.admit([Candidate(c, 0.0) for c in chunks], principal, retrieved_at)
         admitted = frozenset(c.chunk.record_id for c in decision.admitted)

@@ -645,6 +645,9 @@ class MilvusStore:
                                                                    _CHUNK_FIELDS)}
         return [found[i] for i in ids if i in found]
 
+    def all_chunks(self) -> list[Chunk]:
+        return [_chunk(r) for r in self._scan(self.collection, 'retired_by == ""', _CHUNK_FIELDS)]
+
     def search_dense(self, vector: npt.NDArray[np.float32], limit: int,
                      filters: SearchFilters | None = None) -> list[ScoredId]:
         expr = self._expression(filters)

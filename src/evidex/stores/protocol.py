@@ -67,6 +67,10 @@ class Store(Protocol):
         """Live chunks by id, in the order asked; unknown ids are left out."""
         ...
 
+    def all_chunks(self) -> list[Chunk]:
+        """Every live chunk, in the order written (a chunk a later batch wrote again, at its new place)."""
+        ...
+
     def search_dense(self, vector: npt.NDArray[np.float32], limit: int,
                      filters: SearchFilters | None = None) -> list[ScoredId]:
         """Exact or approximate nearest neighbours by cosine, best first."""

@@ -374,6 +374,13 @@ class StoreContract:
         assert sorted(dense) == ["A#0", "A#1-new", "B#0"]  # no retired chunk, no duplicate
         assert (store.stats()["documents"], store.stats()["chunks"]) == (2, 3)
 
+    def test_all_chunks_are_the_live_chunks_in_the_order_written(self, store: Store) -> None:
+        assert store.all_chunks() == []
+        before, after = self.replace_scenario(store)
+        assert store.all_chunks() == [after[2], after[0], after[1]]  # B#0 (b1), then what b2 wrote
+        store.rollback()
+        assert store.all_chunks() == before
+
     # ---- rollback --------------------------------------------------------------------------------------
     def test_rollback_of_last_batch_restores_replaced_chunks_exactly(self, store: Store) -> None:
         before, _ = self.replace_scenario(store)
