@@ -113,7 +113,12 @@ class Server:
         return done
 
     def env(self) -> dict[str, str]:
-        return {**os.environ, "PYTHONPATH": str(self.src)}
+        env = {**os.environ, "PYTHONPATH": str(self.src)}
+        # The 32 questions go round robin: a server keeping query vectors would embed each only once. (An
+        # evidex from before the setting would refuse it as an unknown key.)
+        if "query_cache" in (self.src / "evidex" / "config.py").read_text():
+            env["EVIDEX_EMBEDDING_QUERY_CACHE"] = "0"
+        return env
 
     def floor(self, index: Path, data: Path) -> tuple[float, float]:
         """`in_process_floor` run by this server's evidex (this script in a child process)."""

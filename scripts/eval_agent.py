@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--query-cache", type=int, default=None,
+                    help="query vectors the engine keeps (default: the configured embedding.query_cache)")
     args = ap.parse_args()
     config = load_config()
     blind = [DevSet(name, (args.data / "k8s" / "docs",),
@@ -50,14 +53,18 @@ def main() -> None:
         if not dev.exists():
             print(f"skip {dev.name}: {dev.corpus[0]} not found")
             continue
-        engine = open_eval_engine(config, list(dev.corpus), None)
+        kept = config.embedding.query_cache if args.query_cache is None else args.query_cache
+        engine = open_eval_engine(config, list(dev.corpus), None, query_cache=kept)
         tool = ungated_tool(engine)
         questions = dev.questions()
         first, union, rounds = [], [], []
         actions: Counter[str] = Counter()
         improved = 0
+        took: list[float] = []
         for q in questions:
+            started = time.perf_counter()
             transcript = ask(tool, q.text, max_rounds=args.rounds)
+            took.append((time.perf_counter() - started) * 1000)
             round_one = engine.store.get([r for r, e in transcript.evidence.items() if e["round"] == 1])
             every = engine.store.get(list(transcript.evidence))
             first.append(metrics.family_recall(q, round_one))
@@ -68,7 +75,8 @@ def main() -> None:
         engine.close()
         print(f"{dev.name}: {len(questions)} questions; family recall round 1 {statistics.fmean(first):.3f}, "
               f"all rounds {statistics.fmean(union):.3f}; improved by a re-query {improved}; "
-              f"mean rounds {statistics.fmean(rounds):.2f}; first action {dict(actions)}", flush=True)
+              f"mean rounds {statistics.fmean(rounds):.2f}; first action {dict(actions)}; "
+              f"{statistics.fmean(took):.0f} ms a question (query vectors kept: {kept})", flush=True)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ class EmbeddingConfig:
     model_dir: str = ""  # a local sentence-transformers directory; empty = the packaged all-MiniLM-L6-v2
     threads: int = 0  # 0 = all cores for documents (queries always use one thread)
     batch_size: int = 32
+    query_cache: int = 256  # the last N query texts' vectors kept in memory (0 = none)
     cache_dir: str = "~/.cache/evidex"
 
 
@@ -173,6 +174,7 @@ class Config:
         data["index"].pop("path")
         data["embedding"].pop("cache_dir")
         data["embedding"].pop("threads")
+        data["embedding"].pop("query_cache")  # a kept vector is the vector the model gives again
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
@@ -288,6 +290,8 @@ def _validate(name: str, section: Any) -> None:
                               "(the ONNX backend runs on the CPU)")
         if section.batch_size < 1:
             raise ConfigError("config key 'embedding.batch_size' must be >= 1")
+        if section.query_cache < 0:
+            raise ConfigError("config key 'embedding.query_cache' must be >= 0 (0 keeps no query vector)")
     if isinstance(section, GateConfig):
         from evidex.admission.gate import GatePolicy  # validation lives with the gate's own names
 

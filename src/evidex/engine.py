@@ -19,7 +19,7 @@ from evidex.admission.audit import AuditLog
 from evidex.admission.gate import AdmissionGate, GatePolicy, Principal, RejectionVisibility
 from evidex.admission.verification import Verification, VerificationLog
 from evidex.config import Config
-from evidex.embedding.cache import EmbeddingCache
+from evidex.embedding.cache import EmbeddingCache, QueryVectors
 from evidex.embedding.protocol import Embedder
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
 from evidex.evidence.plan import EvidencePlan, chunk_terms
@@ -103,6 +103,7 @@ class Engine:
         self._cache: EmbeddingCache | None = None
         self._parts: PipelineParts | None = None
         self._model_checked = False
+        self._query_vectors = QueryVectors(config.embedding.query_cache)
         self._verifications: VerificationLog | None = None
 
     @classmethod
@@ -140,7 +141,7 @@ class Engine:
             if indexed_with is not None and indexed_with != self.embedder.model_id:
                 raise StoreError(describe_model_mismatch(indexed_with, self.embedder.model_id))
             self._model_checked = indexed_with is not None
-        return self.embedder.embed_query(text)
+        return self._query_vectors.get(text, self.embedder.embed_query)
 
     # ---- ingest -------------------------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | Path], *, metadata: str | Path | None = None, label: str = "",

@@ -124,8 +124,11 @@ def corpus_fingerprint(paths: Sequence[Path]) -> str:
 
 def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | None, *,
                      embedder: Embedder | None = None, progress: Any = None,
-                     log: Callable[[str], None] = lambda _: None) -> Engine:
-    """An engine over `corpus`, built once and then reused from the cache."""
+                     log: Callable[[str], None] = lambda _: None, query_cache: int = 0) -> Engine:
+    """An engine over `corpus`, built once and then reused from the cache. By default it keeps no query
+    vectors (`query_cache`): each question's search embeds it, as a new question's would, though the
+    pipelines ask the same questions in turn."""
+    config = config.replace(embedding={"query_cache": query_cache})
     embedder = embedder or configured_embedder(config)
     fingerprint = embedder.fingerprint
     # The schema too: an index written by a newer evidex (another checkout sharing the cache) is refused by an
