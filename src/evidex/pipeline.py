@@ -22,7 +22,14 @@ from evidex.evidence.assemble import expand_neighbours
 from evidex.evidence.bridge import BridgeSearch, bridge, named_pages
 from evidex.evidence.citations import cited_records
 from evidex.evidence.grade import Graded, GradeThresholds, grade, grade_of
-from evidex.evidence.plan import EvidencePlan, QuestionShape, RequiredFamily, plan_question, with_term_weights
+from evidex.evidence.plan import (
+    EvidencePlan,
+    QuestionShape,
+    RequiredFamily,
+    plan_question,
+    with_term_weights,
+    without_frames,
+)
 from evidex.evidence.rescue import rescue
 from evidex.evidence.reserve import reserve
 from evidex.evidence.words import speaks_of
@@ -144,6 +151,10 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             lists += more
             weights += more_weights
         hits = fuse_lists(lists, weights, cfg.retrieval)
+        # Word shares among what the requester may read (the question's words are read by now): restricted
+        # text holding a word must not decide which aspects are obligations.
+        plan, frames = without_frames(plan, lambda text: parts.store.word_shares(
+            text, reader.access_labels if reader is not None else None), ev.frame_word_share, keep=request.aspect_focus)
         focus_hits: list[FusedHit] = []
         if request.aspect_focus:
             per_query = len(lists) // len(queries)
@@ -162,7 +173,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                                                                                         focused.name))})
         plan = with_term_weights(plan, pool)
         st.n_out = len(pool)
-        st.decisions = {"queries": len(queries), "hits": [len(x) for x in lists]}
+        st.decisions = {"queries": len(queries), "hits": [len(x) for x in lists], "frames": list(frames)}
 
     weights_cfg = RerankWeights.from_config(ev)
     reranker: dict[str, Any] = {"cross_encoder": None, "weights": {}}

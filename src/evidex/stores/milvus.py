@@ -680,6 +680,10 @@ class MilvusStore:
                   for n, (r, s) in enumerate(both)]
         return [ScoredId(r, s) for s, _, r in sorted(scored, reverse=True)[:limit]]
 
+    def word_shares(self, text: str, readers: tuple[str, ...] | None = None) -> dict[str, float]:
+        """Not known: Milvus keeps its BM25 word statistics on the server (a plan then keeps every aspect)."""
+        return {}
+
     def _search(self, data: Any, field: str, limit: int, expr: str,
                 params: dict[str, Any]) -> list[tuple[str, float]]:
         """(record_id, raw distance) best first. Milvus Lite reports BM25 as a negative distance, a server

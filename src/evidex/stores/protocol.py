@@ -84,6 +84,11 @@ class Store(Protocol):
         wider than its scope returns up to `limit` hits inside it and up to `limit` outside."""
         ...
 
+    def word_shares(self, text: str, readers: tuple[str, ...] | None = None) -> dict[str, float]:
+        """For each word of `text` the sparse search would search, the share of live records holding it (title
+        or text), among those carrying one of `readers` when given; {} when the store cannot tell."""
+        ...
+
     def batches(self) -> list[BatchInfo]:
         ...
 

@@ -465,6 +465,24 @@ class SqliteStore:
             best = best[np.lexsort((best, -scores[best]))]
         return [ScoredId(index.ids[i], float(scores[i])) for i in best]
 
+    def word_shares(self, text: str, readers: tuple[str, ...] | None = None) -> dict[str, float]:
+        words = list(dict.fromkeys(tokens(text)))
+        if not words:
+            return {}
+        for _ in range(3):  # a commit between the snapshot and the full-text reads: read both again
+            index, generation = self._dense_snapshot()
+            per_word = self._word_matches([f'"{w}"' for w in words], index, generation)
+            if per_word is not None:
+                break
+        else:
+            raise StoreError("the index kept changing during a search; try again")
+        readable = index.mask(SearchFilters(access_labels=readers)) if readers is not None else None
+        total = len(index) if readable is None else int(readable.sum())
+        if not total:
+            return {}
+        return {w: (len(at) if readable is None else int(readable[at].sum())) / total
+                for w, (at, _) in zip(words, per_word, strict=True)}
+
     def _word_matches(self, words: Sequence[str], index: DenseIndex, generation: int) -> list[WordMatches] | None:
         """Every row matching each one-word MATCH expression, as its position in `index` (the snapshot's rows),
         with FTS5's bm25() for it (negated: higher is better), read in one transaction at `generation`; None when
