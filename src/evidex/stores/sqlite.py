@@ -430,13 +430,7 @@ class SqliteStore:
             return []
         if title_only:
             words = ["{title} : (" + w + ")" for w in words]
-        for _ in range(3):  # a commit between the snapshot and the full-text reads: read both again
-            index, generation = self._dense_snapshot()
-            per_word = self._word_matches(words, index, generation)
-            if per_word is not None:
-                break
-        else:
-            raise StoreError("the index kept changing during a search; try again")
+        index, per_word = self._snapshot_matches(words)
         readers = scope if scope is not None else filters.access_labels if filters is not None else None
         readable = index.mask(SearchFilters(access_labels=readers)) if readers is not None else None
         if readable is not None and bool(readable.all()):
@@ -469,19 +463,22 @@ class SqliteStore:
         words = list(dict.fromkeys(tokens(text)))
         if not words:
             return {}
-        for _ in range(3):  # a commit between the snapshot and the full-text reads: read both again
-            index, generation = self._dense_snapshot()
-            per_word = self._word_matches([f'"{w}"' for w in words], index, generation)
-            if per_word is not None:
-                break
-        else:
-            raise StoreError("the index kept changing during a search; try again")
+        index, per_word = self._snapshot_matches([f'"{w}"' for w in words])
         readable = index.mask(SearchFilters(access_labels=readers)) if readers is not None else None
         total = len(index) if readable is None else int(readable.sum())
         if not total:
             return {}
         return {w: (len(at) if readable is None else int(readable[at].sum())) / total
                 for w, (at, _) in zip(words, per_word, strict=True)}
+
+    def _snapshot_matches(self, words: Sequence[str]) -> tuple[DenseIndex, list[WordMatches]]:
+        """The dense snapshot and each one-word MATCH expression's matches, read at the same generation."""
+        for _ in range(3):  # a commit between the snapshot and the full-text reads: read both again
+            index, generation = self._dense_snapshot()
+            per_word = self._word_matches(words, index, generation)
+            if per_word is not None:
+                return index, per_word
+        raise StoreError("the index kept changing during a search; try again")
 
     def _word_matches(self, words: Sequence[str], index: DenseIndex, generation: int) -> list[WordMatches] | None:
         """Every row matching each one-word MATCH expression, as its position in `index` (the snapshot's rows),
