@@ -319,6 +319,8 @@ def write_config(tmp_path: Path, text: str) -> Path:
     ("[retrieval]\ndense_weight = 0.0\nsparse_weight = 0.0\n", "retrieval.dense_weight"),
     ("[chunking]\nmax_chars = 300\noverlap_chars = 150\n", "chunking.overlap_chars"),
     ("[embedding]\nbackend = 'tensorflow'\n", "embedding.backend"),
+    ("[embedding]\nquery_cache = -1\n", "embedding.query_cache"),
+    ("[retrieval]\ntitle_weight = 0\n", "retrieval.title_weight"),
     ("[embedding]\nbackend = 'torch'\ndevice = 'gpu0'\n", "embedding.device"),
     ("[embedding]\ndevice = 'cuda'\n", r"embedding\.device.*needs backend = 'torch'"),
     ("[evidence]\ncross_encoder_device = 'tpu'\n", "evidence.cross_encoder_device"),

@@ -275,6 +275,8 @@ def _validate(name: str, section: Any) -> None:
         for key in ("dense_weight", "sparse_weight"):
             if getattr(section, key) < 0:
                 raise ConfigError(f"config key 'retrieval.{key}' must be >= 0")
+        if not section.title_weight > 0:  # a title match must count (and never against a page)
+            raise ConfigError("config key 'retrieval.title_weight' must be > 0")
         if section.dense_weight + section.sparse_weight == 0:
             raise ConfigError("config keys 'retrieval.dense_weight' and 'retrieval.sparse_weight' are both 0")
         if section.candidate_pool < 1 or section.rrf_k < 1:
