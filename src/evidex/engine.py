@@ -76,6 +76,12 @@ def settle_heap() -> None:
     gc.set_threshold(max(young, YOUNG_COLLECTION_THRESHOLD), middle, old)
 
 
+def ready_to_serve(engine: Engine) -> None:
+    """A serving (or measuring) process's engine before its first request: warm, then the heap settled."""
+    engine.warm_up()
+    settle_heap()
+
+
 def record_version(chunk: Chunk) -> str:
     """The version a human verification is tied to: the source version, else the chunk's content."""
     return chunk.provenance.source_version or f"content:{chunk.content_hash[:16]}"

@@ -22,7 +22,7 @@ from rich.table import Table
 from evidex.admission.gate import AccessRule, CitationRule, GatePolicy, Principal
 from evidex.agent import ask
 from evidex.config import Config, load_config
-from evidex.engine import Engine, configured_embedder, settle_heap
+from evidex.engine import Engine, configured_embedder, ready_to_serve
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
 from evidex.evidence.plan import plan_from_dict
 from evidex.ingest.provenance import format_time, parse_time
@@ -391,8 +391,7 @@ def eval_cmd(
         engine = run(lambda: open_eval_engine(cfg, corpus, metadata, progress=bar,
                                               log=lambda m: err.print(m, highlight=False)))
         try:
-            engine.warm_up()
-            settle_heap()  # latencies as the servers' settled processes see them
+            ready_to_serve(engine)  # latencies as the servers' settled processes see them
             report = run(lambda: evaluate(engine, qs, names, k=k, plan=plan, principal=who, retrieved_at=at,
                                           progress=bar))
         except ValueError as exc:

@@ -114,12 +114,10 @@ def serve_cmd(
 
 
 def _ready(engine: Engine) -> None:
-    """A serving process's engine before its first request: warm, and the heap settled (see `settle_heap`).
-    `serve --workers N` readies each worker's own engine (`WorkerParts`)."""
-    from evidex.engine import settle_heap
+    """`ready_to_serve` (`serve --workers N` readies each worker's own engine: `WorkerParts`)."""
+    from evidex.engine import ready_to_serve
 
-    engine.warm_up()
-    settle_heap()
+    ready_to_serve(engine)
 
 
 def mcp_cmd(

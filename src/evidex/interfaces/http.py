@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evidex.engine import Engine, settle_heap
+from evidex.engine import Engine, ready_to_serve
 from evidex.errors import AccessDenied, BackendUnavailable, EmbeddingError, EvidexError, StageError
 from evidex.interfaces import tool
 from evidex.interfaces.keys import KeyRecord, KeyStore, RateLimiter, rates_path
@@ -410,8 +410,7 @@ class WorkerParts:
         config = build_config(Path(settings["config"]) if settings["config"] else None, Path(settings["index"]))
         keys = KeyStore(settings["keys"])
         engine = Engine.open(config)
-        engine.warm_up()  # before the first request, as one process's server does
-        settle_heap()
+        ready_to_serve(engine)  # before the first request, as one process's server does
         return cls(settings, engine, keys, RateLimiter(rates_path(keys.path)))
 
 
