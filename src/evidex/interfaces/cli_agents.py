@@ -100,11 +100,12 @@ def serve_cmd(
         if not any(r.is_valid(store.now()) for r in store.list()):
             err.print(f"[yellow]no valid API key in {escape(str(store.path))}[/]: create one with "
                       "`evidex keys create NAME --principal WHO --label LABEL`", highlight=False, soft_wrap=True)
+        if workers == 1:
+            _ready(engine)  # before saying where: the first request then finds the engine warm
         processes = f", {workers} workers" if workers > 1 else ""
         err.print(f"evidex: API and inspector on http://{escape(host)}:{port}/ (keys: {escape(str(store.path))}"
                   f"{processes})", highlight=False, soft_wrap=True)
         if workers == 1:
-            _ready(engine)
             with RateLimiter(rates_path(store.path)) as limiter:
                 serve(create_app(engine, store, max_body_bytes=max_body_bytes, max_k=max_k, limiter=limiter),
                       host=host, port=port)
@@ -146,11 +147,12 @@ def mcp_cmd(
         err.print(f"[yellow]binding {escape(host)}[/]: serve plain HTTP only behind a TLS-terminating proxy",
                   highlight=False, soft_wrap=True)
     with open_engine(config, index) as engine, open_keys(config, index, keys) as store:
+        if workers == 1:
+            _ready(engine)
         processes = f", {workers} workers" if workers > 1 else ""
         err.print(f"evidex: MCP (streamable HTTP) on http://{escape(host)}:{port}{mcp_server.MCP_PATH} "
                   f"(keys: {escape(str(store.path))}{processes})", highlight=False, soft_wrap=True)
         if workers == 1:
-            _ready(engine)
             mcp_server.run_http(engine, store, host=host, port=port)
             return
         settings = worker_settings(config, engine, store, host=host)
