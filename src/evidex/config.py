@@ -71,8 +71,10 @@ class EvidenceConfig:
     max_per_doc: int = 1  # chunks of one document in the top-k before the cap is lifted (0 = no cap)
     max_aspects: int = 6  # obligations an automatic plan may create
     # An automatic clause aspect every word of which more than this share of the readable records holds is the
-    # question's frame ("How do I set that up"), not an obligation (1 = keep every aspect).
+    # question's frame ("How do I set that up"), not an obligation (1 = keep every aspect); only on an index of at
+    # least `frame_min_records` readable records (in a small one the subject's own words are that common).
     frame_word_share: float = 0.05
+    frame_min_records: int = 1000
     w_cross_encoder: float = 0.4
     w_retrieval: float = 0.8  # 0.6 -> 0.8 once named pages were reserved: up on HotpotQA, MuSiQue, SciFact
     w_lexical: float = 0.3

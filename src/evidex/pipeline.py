@@ -153,8 +153,9 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
         hits = fuse_lists(lists, weights, cfg.retrieval)
         # Word shares among what the requester may read (the question's words are read by now): restricted
         # text holding a word must not decide which aspects are obligations.
-        plan, frames = without_frames(plan, lambda text: parts.store.word_shares(
-            text, reader.access_labels if reader is not None else None), ev.frame_word_share, keep=request.aspect_focus)
+        plan, frames = without_frames(plan, lambda text: parts.store.word_counts(
+            text, reader.access_labels if reader is not None else None), ev.frame_word_share, ev.frame_min_records,
+            keep=request.aspect_focus)
         focus_hits: list[FusedHit] = []
         if request.aspect_focus:
             per_query = len(lists) // len(queries)

@@ -157,22 +157,24 @@ def pool_rarity(wanted: Iterable[str], candidates: Sequence[Candidate]) -> dict[
     return {t: rarity(frequency[t], len(candidates)) for t in wanted}
 
 
-def without_frames(plan: EvidencePlan, word_shares: Callable[[str], dict[str, float]], max_share: float, *,
-                   keep: str | None = None) -> tuple[EvidencePlan, tuple[str, ...]]:
+def without_frames(plan: EvidencePlan, word_counts: Callable[[str], tuple[int, dict[str, int]]], max_share: float,
+                   min_records: int, *, keep: str | None = None) -> tuple[EvidencePlan, tuple[str, ...]]:
     """`plan` without the automatic clause aspects that set the question's frame rather than ask for evidence
-    ("How do I set that up", "What are the options and limits"): every word of which more than `max_share`
-    of the records hold (`word_shares`: the readable records' shares, from the store). A name, an identifier,
-    the aspect `keep` (a focus) and an aspect of words the store cannot tell of stay, and so does the last
-    aspect. On the k8s sets such an aspect had reserved a page that holds its common words in place of a
-    family's page. Returns the plan and the aspects dropped."""
+    ("How do I set that up", "What are the options and limits"): every word of which more than `max_share` of
+    the records hold (`word_counts`: the readable records and how many hold each word, from the store). Only on
+    an index of at least `min_records` such records: a small knowledge base is about one subject, whose words
+    are as common there as a question's frame (a 215-chunk handbook had "rotate the signing keys" as common as
+    "set that up"). A name, an identifier, the aspect `keep` (a focus) and an aspect of words the store cannot
+    tell of stay, and so does the last aspect. On the k8s sets such an aspect had reserved a page that holds
+    its common words in place of a family's page. Returns the plan and the aspects dropped."""
     if plan.source is not PlanSource.AUTO or max_share >= 1:
         return plan, ()
 
     def is_frame(f: RequiredFamily) -> bool:
         if f.entity or f.verbatim or f.name == keep:
             return False
-        shares = word_shares(f.rescue_query)
-        return bool(shares) and all(share > max_share for share in shares.values())
+        records, holding = word_counts(f.rescue_query)
+        return records >= min_records and bool(holding) and all(n > max_share * records for n in holding.values())
 
     frames = tuple(f.name for f in plan.families if is_frame(f))
     if not frames or len(frames) == len(plan.families):

@@ -680,9 +680,9 @@ class MilvusStore:
                   for n, (r, s) in enumerate(both)]
         return [ScoredId(r, s) for s, _, r in sorted(scored, reverse=True)[:limit]]
 
-    def word_shares(self, text: str, readers: tuple[str, ...] | None = None) -> dict[str, float]:
+    def word_counts(self, text: str, readers: tuple[str, ...] | None = None) -> tuple[int, dict[str, int]]:
         """Not known: Milvus keeps its BM25 word statistics on the server (a plan then keeps every aspect)."""
-        return {}
+        return 0, {}
 
     def _search(self, data: Any, field: str, limit: int, expr: str,
                 params: dict[str, Any]) -> list[tuple[str, float]]:

@@ -84,9 +84,9 @@ class Store(Protocol):
         wider than its scope returns up to `limit` hits inside it and up to `limit` outside."""
         ...
 
-    def word_shares(self, text: str, readers: tuple[str, ...] | None = None) -> dict[str, float]:
-        """For each word of `text` the sparse search would search, the share of live records holding it (title
-        or text), among those carrying one of `readers` when given; {} when the store cannot tell."""
+    def word_counts(self, text: str, readers: tuple[str, ...] | None = None) -> tuple[int, dict[str, int]]:
+        """The live records (those carrying one of `readers`, when given) and, for each word of `text` the sparse
+        search would search, how many of them hold it (title or text); (0, {}) when the store cannot tell."""
         ...
 
     def batches(self) -> list[BatchInfo]:

@@ -459,17 +459,13 @@ class SqliteStore:
             best = best[np.lexsort((best, -scores[best]))]
         return [ScoredId(index.ids[i], float(scores[i])) for i in best]
 
-    def word_shares(self, text: str, readers: tuple[str, ...] | None = None) -> dict[str, float]:
+    def word_counts(self, text: str, readers: tuple[str, ...] | None = None) -> tuple[int, dict[str, int]]:
         words = list(dict.fromkeys(tokens(text)))
-        if not words:
-            return {}
         index, per_word = self._snapshot_matches([f'"{w}"' for w in words])
         readable = index.mask(SearchFilters(access_labels=readers)) if readers is not None else None
         total = len(index) if readable is None else int(readable.sum())
-        if not total:
-            return {}
-        return {w: (len(at) if readable is None else int(readable[at].sum())) / total
-                for w, (at, _) in zip(words, per_word, strict=True)}
+        return total, {w: len(at) if readable is None else int(readable[at].sum())
+                       for w, (at, _) in zip(words, per_word, strict=True)}
 
     def _snapshot_matches(self, words: Sequence[str]) -> tuple[DenseIndex, list[WordMatches]]:
         """The dense snapshot and each one-word MATCH expression's matches, read at the same generation."""
