@@ -207,9 +207,8 @@ def test_rollback_keeps_a_dead_letter_that_failed_before_the_batch(store: Sqlite
 
 
 def test_a_filtered_full_text_search_ranks_as_filtering_every_match_would(store: SqliteStore) -> None:
-    """A broad filter (most records pass) is applied to unfiltered hits fetched with room to spare, falling
-    back to filtering inside SQL when too few pass. Either way the result must be the unfiltered ranking
-    with the failing records removed. Here the best matches are exactly the ones the filter removes."""
+    """A filter is a mask over every word's matches: the result must be the unfiltered ranking with the failing
+    records removed, at every limit. Here the best matches are exactly the ones the filter removes."""
     docs = []
     for i in range(60):
         secret = i < 20

@@ -151,7 +151,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             lists += more
             weights += more_weights
         hits = fuse_lists(lists, weights, cfg.retrieval)
-        # Word shares among what the requester may read (the question's words are read by now): restricted
+        # Word counts among what the requester may read (the question's words are read by now): restricted
         # text holding a word must not decide which aspects are obligations.
         plan, frames = without_frames(plan, lambda text: parts.store.word_counts(
             text, reader.access_labels if reader is not None else None), ev.frame_word_share, ev.frame_min_records,

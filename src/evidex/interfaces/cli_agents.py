@@ -91,6 +91,7 @@ def serve_cmd(
 ) -> None:
     """Serve the HTTP API (POST /v1/search_with_reasoning) and the web inspector at /."""
     run(_check_server_deps)
+    from evidex.engine import ready_to_serve  # `serve --workers N` readies each worker's own (`WorkerParts`)
     from evidex.interfaces.http import create_app, serve, serve_workers
 
     if not _is_loopback(host):
@@ -101,7 +102,7 @@ def serve_cmd(
             err.print(f"[yellow]no valid API key in {escape(str(store.path))}[/]: create one with "
                       "`evidex keys create NAME --principal WHO --label LABEL`", highlight=False, soft_wrap=True)
         if workers == 1:
-            _ready(engine)  # before saying where: the first request then finds the engine warm
+            ready_to_serve(engine)  # before saying where: the first request then finds the engine warm
         processes = f", {workers} workers" if workers > 1 else ""
         err.print(f"evidex: API and inspector on http://{escape(host)}:{port}/ (keys: {escape(str(store.path))}"
                   f"{processes})", highlight=False, soft_wrap=True)
@@ -112,13 +113,6 @@ def serve_cmd(
             return
         settings = worker_settings(config, engine, store, max_body_bytes=max_body_bytes, max_k=max_k)
     serve_workers(settings, workers=workers, host=host, port=port)
-
-
-def _ready(engine: Engine) -> None:
-    """`ready_to_serve` (`serve --workers N` readies each worker's own engine: `WorkerParts`)."""
-    from evidex.engine import ready_to_serve
-
-    ready_to_serve(engine)
 
 
 def mcp_cmd(
@@ -135,12 +129,13 @@ def mcp_cmd(
         raise typer.BadParameter("needs --transport http: a stdio server is one process, its client's",
                                  param_hint="--workers")
     run(_check_server_deps)
+    from evidex.engine import ready_to_serve
     from evidex.interfaces import mcp_server
     from evidex.interfaces.http import serve_workers
 
     if mode is McpTransport.STDIO:  # stdout is the protocol: nothing else may be printed there
         with open_engine(config, index) as engine:
-            _ready(engine)
+            ready_to_serve(engine)
             mcp_server.run_stdio(engine)
         return
     if not _is_loopback(host):
@@ -148,7 +143,7 @@ def mcp_cmd(
                   highlight=False, soft_wrap=True)
     with open_engine(config, index) as engine, open_keys(config, index, keys) as store:
         if workers == 1:
-            _ready(engine)
+            ready_to_serve(engine)
         processes = f", {workers} workers" if workers > 1 else ""
         err.print(f"evidex: MCP (streamable HTTP) on http://{escape(host)}:{port}{mcp_server.MCP_PATH} "
                   f"(keys: {escape(str(store.path))}{processes})", highlight=False, soft_wrap=True)
