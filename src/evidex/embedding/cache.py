@@ -11,7 +11,7 @@ import hashlib
 import sqlite3
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,15 +26,51 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_VECTORS_COLUMNS = "(model TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, hash))"
+
+
+def _without_rowid(db: sqlite3.Connection) -> bool:
+    (ddl,) = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'vectors'").fetchone()
+    return "WITHOUT ROWID" in str(ddl).upper()
+
+
 class EmbeddingCache:
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(directory / CACHE_FILE, check_same_thread=False, timeout=60)
+        self._path = directory / CACHE_FILE
+        self._db = sqlite3.connect(self._path, check_same_thread=False, timeout=60)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, "
-                         "vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID")
+        self._db.execute(f"CREATE TABLE IF NOT EXISTS vectors {_VECTORS_COLUMNS}")
         self._db.commit()
+        if _without_rowid(self._db):
+            self._move_rows_inline()
+
+    def _move_rows_inline(self) -> None:
+        """Rewrite a cache made by an earlier evidex, whose table kept its rows in the primary key's tree
+        (WITHOUT ROWID): a 1.5 KB vector is far larger than such a tree keeps in a page, so every row spilled to
+        an overflow page of its own (4.6 KB a vector; 2.2 KB in a table with row ids). Once, in one transaction;
+        another process that opens the cache meanwhile waits, then finds it rewritten."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            rewrite = _without_rowid(self._db)  # not if another process has just done it
+            if rewrite:
+                self._db.execute(f"CREATE TABLE vectors_inline {_VECTORS_COLUMNS}")
+                self._db.execute("INSERT INTO vectors_inline SELECT model, hash, vector FROM vectors")
+                self._db.execute("DROP TABLE vectors")
+                self._db.execute("ALTER TABLE vectors_inline RENAME TO vectors")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        if rewrite:
+            self._give_space_back()
+
+    def _give_space_back(self) -> None:
+        """Shrink the file to the rows it holds. VACUUM waits (timeout) for another process's transaction, and
+        in WAL mode writes the whole database to the log first, so the log is emptied after it."""
+        self._db.execute("VACUUM")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def lookup(self, model: str, hashes: Sequence[str]) -> dict[str, Vectors]:
         found: dict[str, Vectors] = {}
@@ -53,6 +89,28 @@ class EmbeddingCache:
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
                                  [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items])
             self._db.commit()
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def models(self) -> dict[str, int]:
+        """How many vectors each model (by fingerprint) has here."""
+        with self._lock:
+            return dict(self._db.execute("SELECT model, count(*) FROM vectors GROUP BY model ORDER BY model"))
+
+    def drop_models(self, keep: Collection[str]) -> int:
+        """Delete the vectors of every model not in `keep`, then give their space back to the file system;
+        returns how many were deleted. An index keeps its own vectors: a dropped one is only computed again
+        if a document with that text is ingested with that model."""
+        keep = sorted(set(keep))
+        with self._lock:
+            deleted = self._db.execute(f"DELETE FROM vectors WHERE model NOT IN ({','.join('?' * len(keep))})",
+                                       keep).rowcount
+            self._db.commit()
+            if deleted:
+                self._give_space_back()
+        return deleted
 
     def close(self) -> None:
         with self._lock:

@@ -22,6 +22,7 @@ from rich.table import Table
 from evidex.admission.gate import AccessRule, CitationRule, GatePolicy, Principal
 from evidex.agent import ask
 from evidex.config import Config, load_config
+from evidex.embedding.cache import EmbeddingCache
 from evidex.engine import Engine, configured_embedder, ready_to_serve
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
 from evidex.evidence.plan import plan_from_dict
@@ -349,6 +350,77 @@ def setup_cmd(config: ConfigOpt = None) -> None:
     out.print(f"embedder ready: {embedder.fingerprint} (dim {embedder.dim})")
 
 
+
+
+cache_app = typer.Typer(invoke_without_command=True,
+                        help="The embedding cache every index shares: what it holds; prune what no model in use needs.")
+app.add_typer(cache_app, name="cache")
+
+
+def _cache_report(cache: EmbeddingCache, configured: str) -> dict[str, Any]:
+    return {"path": str(cache.path), "bytes": _cache_bytes(cache.path), "configured_model": configured,
+            "models": cache.models()}
+
+
+def _cache_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
+
+
+@cache_app.callback()
+def cache_cmd(ctx: typer.Context, config: ConfigOpt = None,
+              json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Where the cache is, its size, and its vectors per model (the configured one marked)."""
+    if ctx.invoked_subcommand is not None:
+        ctx.obj = config
+        return
+    cfg = run(lambda: load_config(config))
+    configured = run(lambda: configured_embedder(cfg)).fingerprint
+    cache = EmbeddingCache(cfg.cache_dir)
+    try:
+        report = _cache_report(cache, configured)
+    finally:
+        cache.close()
+    if json_out:
+        out.print_json(data=report)
+        return
+    out.print(f"{escape(report['path'])}: {report['bytes'] / 1e6:.1f} MB", highlight=False)
+    table = Table("model", "vectors")
+    for model, count in report["models"].items():
+        table.add_row(escape(model) + (" (configured)" if model == configured else ""), str(count))
+    out.print(table)
+
+
+@cache_app.command("prune")
+def cache_prune_cmd(
+    ctx: typer.Context,
+    keep_model: Annotated[list[str] | None, typer.Option(
+        "--keep-model", help="also keep this model's vectors (a fingerprint from `evidex cache`; repeatable)")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="say what would be deleted, delete nothing")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Delete the vectors of every model but the configured one (and --keep-model), and give the space back.
+    Indexes keep their own vectors: a deleted one is only computed again if its text is ingested with its
+    model."""
+    cfg = run(lambda: load_config(config or ctx.obj))
+    configured = run(lambda: configured_embedder(cfg)).fingerprint
+    keep = {configured, *(keep_model or [])}
+    cache = EmbeddingCache(cfg.cache_dir)
+    try:
+        before = _cache_report(cache, configured)
+        doomed = {m: n for m, n in before["models"].items() if m not in keep}
+        if not doomed:
+            out.print("nothing to prune: the cache holds only the vectors of models kept", highlight=False)
+            return
+        if dry_run:
+            out.print(f"would delete {_count(sum(doomed.values()), 'vector')} of {_count(len(doomed), 'other model')}"
+                      + "".join(f"\n  {escape(m)}: {n}" for m, n in doomed.items()), highlight=False)
+            return
+        deleted = run(lambda: cache.drop_models(keep))
+        after = _cache_bytes(cache.path)
+    finally:
+        cache.close()
+    out.print(f"deleted {_count(deleted, 'vector')} of {_count(len(doomed), 'other model')}: "
+              f"{before['bytes'] / 1e6:.1f} MB -> {after / 1e6:.1f} MB", highlight=False)
 
 
 @app.command("eval")
