@@ -202,7 +202,8 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                                                                                    sparse_candidates), filters=reader)
             plan = with_known_evidence(plan, pages)
             rescued = rescue(parts.store, plan.families, [*ranked, *added_by_name], wide_limit=ev.wide_limit,
-                             min_matches=ev.min_matches, reader=reader, to_candidates=sparse_candidates, leading=k)
+                             min_matches=ev.min_matches, reader=reader, to_candidates=sparse_candidates,
+                             thresholds=GradeThresholds(ev.grade_correct, ev.grade_incorrect), leading=k)
             added, attempts, leads = rescued.added, rescued.attempts, rescued.leads
             # Names are only followed out of text the requester may read: a restricted page must not steer
             # (or, through the trace, reveal) what else is found.

@@ -146,6 +146,45 @@ def test_pipeline_makes_one_retrieval_search_plus_one_per_short_family(store: Co
 
 
 
+# A member of the rbac family by its label that holds none of its rescue query's words: an index page.
+RBAC_INDEX = make_chunk("rbac-index", "See the team pages for who owns what.", title="Access overview",
+                        family="rbac")
+
+
+def test_a_declared_family_whose_only_member_is_noise_is_still_searched(tmp_path: Path) -> None:
+    """A member grading would remove as noise (low score, and none of the family's rescue words) does not make
+    the family present: grading would have reported it missing while its evidence was one search away."""
+    store = counting_store(tmp_path / "idx", [*CORPUS, RBAC_INDEX])
+    try:
+        noise = rescue(store, [FAM_RBAC], [cand(SECRETS, 0.9), cand(RBAC_INDEX, 0.05)], wide_limit=50,
+                       min_matches=1, reader=None, to_candidates=sparse_candidates(store))
+        assert [a.family for a in noise.attempts] == ["rbac"] and ids(noise.added) == ["rbac"]
+        store.sparse_calls.clear()
+        for kept in (cand(RBAC_INDEX, 0.5), cand(RBAC, 0.05)):  # not noise; noise holding "least privilege"
+            assert rescue(store, [FAM_RBAC], [cand(SECRETS, 0.9), kept], wide_limit=50, min_matches=1,
+                          reader=None, to_candidates=sparse_candidates(store)).attempts == []
+        assert store.sparse_calls == []
+    finally:
+        store.close()
+
+
+def test_the_rescued_evidence_of_a_declared_family_survives_grading(tmp_path: Path) -> None:
+    store = counting_store(tmp_path / "idx", [*CORPUS, RBAC_INDEX])
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config(), gate=AdmissionGate())
+        question = "where does the database password live in Vaultline and who owns the pages"
+        outcome = run_search(parts, SearchRequest(question, plan=explicit_plan([FAM_SECRETS, FAM_RBAC]),
+                                                  principal=Principal.of("p", ["public"]),
+                                                  retrieved_at=datetime(2026, 1, 1, tzinfo=UTC),
+                                                  mode=RetrievalMode.BM25))
+        rescue_stage = next(s for s in outcome.trace.stages if s.name == "rescue")
+        assert [s["family"] for s in rescue_stage.decisions["searches"]] == ["rbac"]
+        assert "rbac" in ids(outcome.context)
+        assert {f.name: f.status for f in outcome.families} == {"secrets": "covered", "rbac": "covered"}
+    finally:
+        store.close()
+
+
 def test_a_word_most_hits_share_cannot_pick_a_lead(tmp_path: Path) -> None:
     """"where does egress go": the page about egress leads already, and "go" is on most other hits ("notes go in
     the ops channel"): such a page had become the lead (a walkthrough). A lead must hold one of the aspect's

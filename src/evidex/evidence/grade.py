@@ -23,8 +23,11 @@ class Grade(enum.Enum):
 
 @dataclass(frozen=True)
 class GradeThresholds:
-    correct: float = 0.55
-    incorrect: float = 0.25
+    correct: float = 0.55  # the defaults of `[evidence] grade_correct` and `grade_incorrect`
+    incorrect: float = 0.15
+
+
+DEFAULT_THRESHOLDS = GradeThresholds()
 
 
 def grade_of(c: Candidate, t: GradeThresholds) -> Grade:

@@ -1,5 +1,5 @@
-"""Rescue: for each required family short of candidates, ONE bounded sparse search with its rescue
-query, restricted to that family. Never an open retry loop.
+"""Rescue: for each required family short of candidates that grading would keep, ONE bounded sparse search
+with its rescue query, restricted to that family. Never an open retry loop.
 
 A declared family (configuration, a question shape, an explicit plan) is searched across every record, so
 evidence that exists but that the requester may not read is found, rejected by the gate and reported
@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from evidex.evidence.grade import DEFAULT_THRESHOLDS, GradeThresholds, supports
 from evidex.evidence.plan import RequiredFamily, chunk_terms
 from evidex.evidence.words import speaks_of
 from evidex.stores.protocol import Store
@@ -66,16 +67,22 @@ def family_filters(family: RequiredFamily, reader: SearchFilters | None) -> Sear
 
 def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Candidate], *,
            wide_limit: int, min_matches: int, reader: SearchFilters | None,
-           to_candidates: Callable[[list[ScoredId]], list[Candidate]], leading: int = 10) -> Rescued:
+           to_candidates: Callable[[list[ScoredId]], list[Candidate]],
+           thresholds: GradeThresholds = DEFAULT_THRESHOLDS, leading: int = 10) -> Rescued:
     """Candidates added by rescue searches (not already in `pool`), what each search did, and the leads
-    for automatic aspects nothing met, from pages the first `leading` candidates of `pool` do not hold."""
+    for automatic aspects nothing met, from pages the first `leading` candidates of `pool` do not hold.
+
+    A family is searched when fewer than `min_matches` of its members in `pool` are evidence grading would
+    keep for it (`supports`): a declared family's page that the question's words reach only in passing (an
+    add-ons list for "network policy provider") is noise to the grader, which would then report the family
+    missing while its real evidence was one search away."""
     have = {c.chunk.record_id for c in pool}
     leading_pages = {c.chunk.doc_id for c in pool[:leading]}
     added: list[Candidate] = []
     attempts = []
     for family in families:
         present = sum(1 for c in pool if family.matches(c.chunk))
-        if present >= min_matches:
+        if sum(1 for c in pool if supports(c, family, thresholds)) >= min_matches:
             continue
         started = time.perf_counter()
         # Word rarity from what the requester may read, even when the search itself spans every record.
