@@ -64,3 +64,15 @@ def test_auroc_extremes() -> None:
     assert auroc([0.9, 0.8, 0.1], [True, True, False]) == 1.0
     assert auroc([0.1, 0.8, 0.9], [True, False, False]) == 0.0
     assert auroc([0.5, 0.5], [True, False]) == 0.5
+
+
+def test_an_oracle_family_without_a_rescue_query_is_searched_by_its_name() -> None:
+    from evidex.evaluation.datasets import FamilySpec, Question
+    from evidex.evaluation.runner import oracle_plan
+
+    question = Question("q", "Why are our policies ignored on the new cluster?", (
+        FamilySpec("network-policy-provider", source_regex="^tasks/network-policy-provider/"),
+        FamilySpec("Ed Wood", doc_ids=("hp1",)),
+        FamilySpec("cluster-dns", source_regex="^dns", rescue_query="CoreDNS kube-dns port 53")))
+    assert [f.rescue_query for f in oracle_plan(question).families] == [
+        "network policy provider", "Ed Wood", "CoreDNS kube-dns port 53"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import time
@@ -74,9 +75,15 @@ def _plain(mode: RetrievalMode) -> PipelineFn:
     return run
 
 
+_NAME_SEPARATORS = re.compile(r"[-_/.]+")
+
+
 def oracle_plan(question: Question) -> EvidencePlan:
-    """The plan the questions file gives: its families with their rescue queries (and aspects)."""
-    families = [RequiredFamily(name=f.name, rescue_query=f.rescue_query or question.text,
+    """The plan the questions file gives: its families with their rescue queries (and aspects). A family
+    given without a rescue query is searched by its name's words ("network-policy-provider" -> "network policy
+    provider", "Ed Wood"): searching the question again would find what retrieval already found (on the three
+    k8s sets without their rescue queries: all found 0.84 / 0.75 / 0.75 by the question, 1.00 by the names)."""
+    families = [RequiredFamily(name=f.name, rescue_query=f.rescue_query or _NAME_SEPARATORS.sub(" ", f.name),
                                source_regex=f.source_regex, doc_ids=f.doc_ids) for f in question.families]
     return explicit_plan(families, question.aspects, question.text)
 
