@@ -350,3 +350,15 @@ def test_an_empty_question_is_a_usage_error(invoke: Invoke, corpus: Path, questi
     for command in ("query", "ask"):
         result = invoke(command, question, "--labels", "eng")
         assert result.exit_code == 2 and "query: must not be empty" in result.output, command
+
+
+def test_a_principal_without_labels_is_told_why_nothing_was_admitted(invoke: Invoke, corpus: Path) -> None:
+    """The gate fails closed and the question's searches see only what the principal may read, so a principal
+    with no labels gets a stop with nothing even rejected: the command line says what is missing."""
+    ok(invoke("ingest", str(corpus)))
+    for command in ("query", "ask"):
+        bare = ok(invoke(command, "how do we route external traffic through the gateway?"))
+        assert "holds no access labels" in bare.stderr and "--labels" in bare.stderr, command
+        granted = ok(invoke(command, "how do we route external traffic through the gateway?", "--labels", "eng"))
+        assert "holds no access labels" not in granted.stderr, command
+    assert "evidence: none admitted" in ok(invoke("query", "how do we route external traffic?")).stdout

@@ -492,6 +492,16 @@ def _principal(name: str | None, labels: str | None, engine: Engine) -> Principa
     return Principal.of(name or engine.config.gate.default_principal, label_list)
 
 
+def _hint_without_labels(who: Principal) -> None:
+    """Nothing was admitted, and the principal could not have been admitted anything: say why (the gate fails
+    closed, and searches driven by the question see only what the principal may read, so nothing was even
+    rejected)."""
+    if not who.labels:
+        err.print(f"hint: principal {escape(who.name)!r} holds no access labels, so no page can be admitted: pass "
+                  "--labels LABEL[,LABEL] (or set \\[gate] default_labels in evidex.toml)", highlight=False,
+                  soft_wrap=True)
+
+
 def _instant(value: str | None) -> datetime | None:
     if value is None:
         return None
@@ -526,6 +536,8 @@ def query_cmd(
         sys.stdout.write(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     else:
         render_result(out, result)
+    if not result["evidence"]:
+        _hint_without_labels(who)
 
 
 def _other_snapshot(result: dict[str, Any]) -> dict[str, Any]:
@@ -691,6 +703,8 @@ def ask_cmd(
         who = _principal(principal, labels, engine)
         transcript = run(lambda: ask(lambda q, f: engine.search_with_reasoning(q, f, principal=who, retrieved_at=at),
                                      question, max_rounds=max_rounds))
+    if not transcript.evidence:
+        _hint_without_labels(who)
     if json_out:
         sys.stdout.write(json.dumps(transcript.to_dict(), indent=2, sort_keys=True) + "\n")
         return

@@ -49,12 +49,15 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
                          for f in result["families"])
         # An automatic plan's obligations are the question's own aspects, not families anyone declared.
         console.print(f"{'aspects' if result['plan']['source'] == 'auto' else 'families'}: {fams}")
-    table = Table("source#anchor", "family", "status", "score", show_lines=False, expand=True)
-    for group in result["evidence"]:
-        for c in group["chunks"]:
-            table.add_row(escape(f"{group['source']}#{c['citation_anchor']}"),
-                          escape(c["evidence_family"] or "-"), c["status"], f"{c['score']:.3f}")
-    console.print(table)
+    if result["evidence"]:
+        table = Table("source#anchor", "family", "status", "score", show_lines=False, expand=True)
+        for group in result["evidence"]:
+            for c in group["chunks"]:
+                table.add_row(escape(f"{group['source']}#{c['citation_anchor']}"),
+                              escape(c["evidence_family"] or "-"), c["status"], f"{c['score']:.3f}")
+        console.print(table)
+    else:
+        console.print("evidence: none admitted")
     # A page a newer one replaces still passes the gate until it expires: say so beside the evidence.
     superseded = {g["source"]: c["provenance"]["superseded_by"] for g in result["evidence"] for c in g["chunks"]
                   if c["provenance"].get("superseded_by")}
