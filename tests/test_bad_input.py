@@ -321,6 +321,8 @@ def write_config(tmp_path: Path, text: str) -> Path:
     ("[embedding]\nbackend = 'tensorflow'\n", "embedding.backend"),
     ("[embedding]\nquery_cache = -1\n", "embedding.query_cache"),
     ("[retrieval]\ntitle_weight = 0\n", "retrieval.title_weight"),
+    ("[evidence]\nbridge_context_names = -1\n", "evidence.bridge_context_names"),
+    ("[evidence]\nname_lookups = -2\n", "evidence.name_lookups"),
     ("[embedding]\nbackend = 'torch'\ndevice = 'gpu0'\n", "embedding.device"),
     ("[embedding]\ndevice = 'cuda'\n", r"embedding\.device.*needs backend = 'torch'"),
     ("[evidence]\ncross_encoder_device = 'tpu'\n", "evidence.cross_encoder_device"),

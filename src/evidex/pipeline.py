@@ -19,7 +19,7 @@ import numpy.typing as npt
 from evidex.admission.gate import AdmissionGate, GateDecision, Principal, RejectReason
 from evidex.config import Config
 from evidex.evidence.assemble import expand_neighbours
-from evidex.evidence.bridge import BridgeSearch, bridge, named_pages
+from evidex.evidence.bridge import BridgeSearch, bridge, context_search, named_pages
 from evidex.evidence.citations import cited_records
 from evidex.evidence.grade import Graded, GradeThresholds, grade, grade_of
 from evidex.evidence.plan import (
@@ -85,6 +85,7 @@ class SearchOutcome:
     reranker: dict[str, Any]
     trace: Trace
     hidden_successors: frozenset[str] = frozenset()  # `superseded_by` sources the requester may not read
+    followed: frozenset[str] = frozenset()  # records reached by following a name out of the evidence (bridging)
     snapshot_id: str = ""  # the one index snapshot every read saw (set by `Engine.run`, which checks it)
 
 
@@ -189,6 +190,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             st.decisions = {"cross_encoder": outcome.cross_encoder or "none (offline default)"}
 
     linked: frozenset[str] = frozenset()
+    followed: frozenset[str] = frozenset()
     named: frozenset[str] = frozenset()
     leads: dict[str, str] = {}
     if sw.rescue:
@@ -212,6 +214,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             if ev.bridge_from_top and plan.chained:
                 bridged, searches = _bridge(parts, request, ranked, retrieved_at, sparse_candidates, reader)
             linked = frozenset(r for s in searches for r in s.linked)
+            followed = frozenset(r for s in searches for r in s.followed)
             named = frozenset(r for s in searches for r in s.named)
             cited = cited_records(_admitted(parts, request, ranked[:k], retrieved_at), ranked, ev.cited_min_pages)
             added = [*added_by_name, *added]
@@ -308,7 +311,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
     return SearchOutcome(request=request, retrieved_at=retrieved_at, plan=plan, context=tuple(selected),
                          families=families, gate=decision, graded=graded, expanded=expanded,
                          ranked=tuple([*selected, *deeper]), ranked_all=tuple(ranked), reranker=reranker,
-                         trace=trace, hidden_successors=hidden)
+                         trace=trace, hidden_successors=hidden, followed=followed)
 
 
 def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candidate], retrieved_at: datetime,
@@ -319,9 +322,14 @@ def _bridge(parts: PipelineParts, request: SearchRequest, ranked: Sequence[Candi
     ev = parts.config.evidence
     sources = _admitted(parts, request, ranked[: ev.bridge_from_top * 2], retrieved_at)
     follow = _readable(parts, request, retrieved_at, sparse_candidates)
-    return bridge(parts.store, request.query, sources, from_top=ev.bridge_from_top,
-                  max_entities=ev.bridge_max_searches, limit=10, to_candidates=follow, hops=ev.bridge_hops,
-                  filters=reader)
+    added, searches = bridge(parts.store, request.query, sources, from_top=ev.bridge_from_top,
+                             max_entities=ev.bridge_max_searches, limit=10, to_candidates=follow,
+                             hops=ev.bridge_hops, filters=reader)
+    held = {c.chunk.record_id for c in [*ranked, *added]}
+    found, search = context_search(parts.store, request.query, sources[: ev.bridge_from_top],
+                                   names=ev.bridge_context_names, limit=10, held=held, to_candidates=follow,
+                                   filters=reader)
+    return [*added, *found], [*searches, *([search] if search is not None else [])]
 
 
 def _admitted(parts: PipelineParts, request: SearchRequest, candidates: Sequence[Candidate],

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from evidex.admission.gate import AdmissionGate, Principal
 from evidex.config import Config
-from evidex.evidence.bridge import bridge, bridge_entities, named, titled
+from evidex.evidence.bridge import bridge, bridge_entities, context_search, named, titled
 from evidex.evidence.plan import RequiredFamily, explicit_plan
 from evidex.evidence.rescue import rescue
 from evidex.pipeline import HOP_OBLIGATION, LEAD_OBLIGATION, PipelineParts, SearchRequest, run_search
@@ -321,6 +321,64 @@ def test_bridge_is_bounded_by_max_entities(tmp_path_factory: pytest.TempPathFact
         store.close()
 
 
+# A nested question whose next page holds the bridge name without being titled by it.
+BUBYE = make_chunk("bubye", "The Bubye River is a tributary of the Limpopo River. It is found in Zimbabwe.",
+                   title="Bubye River")
+# It shares no word with the question: only the name the river's page adds can find it.
+FALLS = make_chunk("falls", "Victoria Falls, on the Zambezi, is the widest curtain of falling water in Zimbabwe.",
+                   title="Victoria Falls")
+RAPIDS = make_chunk("rapids", "A waterfall in Iceland draws many visitors each summer.", title="Gullfoss")
+WATERFALL = "What is the name of the waterfall in the country where the Bubye River is found?"
+
+
+def test_a_search_of_the_question_with_the_names_its_evidence_adds_links_its_best_new_hit(
+        tmp_path: Path) -> None:
+    store = counting_store(tmp_path / "falls", [BUBYE, FALLS, RAPIDS])
+    try:
+        found, search = context_search(store, WATERFALL, [cand(BUBYE, 1.0)], names=2, limit=10,
+                                       held={"bubye", "rapids"}, to_candidates=sparse_candidates(store))
+        assert [c.query for c in store.sparse_calls] == [f"{WATERFALL} Limpopo River Zimbabwe"]
+        assert ids(found) == ["falls"] and search is not None
+        assert (search.entity, search.from_record, search.linked) == ("Limpopo River + Zimbabwe", "bubye", ("falls",))
+        assert search.followed == ()
+        store.sparse_calls.clear()
+        held = {"bubye", "falls", "rapids"}  # everything it could find is in the pool already
+        assert context_search(store, WATERFALL, [cand(BUBYE, 1.0)], names=2, limit=10, held=held,
+                              to_candidates=sparse_candidates(store))[0] == []
+        assert context_search(store, WATERFALL, [cand(BUBYE, 1.0)], names=0, limit=10, held=set(),
+                              to_candidates=sparse_candidates(store)) == ([], None)
+        assert len(store.sparse_calls) == 1  # none at all when no name is to be added
+    finally:
+        store.close()
+
+
+def test_a_nested_question_keeps_the_page_its_evidence_points_to(tmp_path: Path) -> None:
+    """The page the river's page points to holds none of the question's words, so retrieval cannot find it,
+    nor a title look-up of "Zimbabwe": the search of the question with the names is what finds it, and it is
+    kept in the context as the next hop."""
+    others = [make_chunk(f"other-{i}", f"Tomatoes need sun, water and care, note {i}.", doc_id=f"other-{i}",
+                         title=f"garden note {i}") for i in range(12)]
+    store = counting_store(tmp_path / "nested", [BUBYE, FALLS, RAPIDS, *others])
+    try:
+        parts = PipelineParts(store=store, encode=constant_encoder, config=Config(), gate=AdmissionGate())
+        request = SearchRequest(WATERFALL, k=3, principal=Principal.of("p", ["public"]),
+                                retrieved_at=datetime(2026, 1, 1, tzinfo=UTC), mode=RetrievalMode.BM25)
+        outcome = run_search(parts, request)
+        assert outcome.plan.chained
+        bridges = next(s for s in outcome.trace.stages if s.name == "rescue").decisions["bridges"]
+        assert {"entity": "Limpopo River + Zimbabwe", "from": "bubye", "hits": 3, "linked": ["falls"],
+                "named": [], "with_question": True} in bridges
+        assert "falls" in ids(outcome.context)
+        # Not a page reached by following a name (titled by it): the nested question's hops do not count it.
+        assert "falls" not in outcome.followed
+        off = Config().replace(evidence={"bridge_context_names": 0})
+        without = run_search(PipelineParts(store=store, encode=constant_encoder, config=off, gate=AdmissionGate()),
+                             request)
+        assert "falls" not in ids(without.context)
+    finally:
+        store.close()
+
+
 def test_bridge_trace_does_not_reveal_restricted_records(tmp_path: Path) -> None:
     restricted = make_chunk("restricted-temple", "Shirley Temple later served as ambassador. SECRET-TEXT",
                             title="Shirley Temple", labels=("secret",))
@@ -379,6 +437,7 @@ def test_a_nested_question_reserves_the_page_one_hop_away(tmp_path: Path) -> Non
     assert outcome.plan.chained
     assert "temple" not in ids(without.ranked[:3])  # by score alone the hop does not make the top k
     assert "temple" in ids(outcome.context)
+    assert "temple" in outcome.followed  # titled by the name followed: a hop the nested question counts
     reserve_stage = next(s for s in outcome.trace.stages if s.name == "reserve")
     assert reserve_stage.decisions["reserved"][HOP_OBLIGATION] == "temple"
 

@@ -3,7 +3,8 @@
 
 From the few best candidates, take the names they mention that the question does not, and look each
 up with one bounded sparse search over titles. A hit whose title is that name joins the pool as a linked
-candidate. At most `max_entities` searches per request; never a loop.
+candidate. At most `max_entities` searches per request; never a loop. Then one search of the question with
+the first of those names (`context_search`): its best new hit is linked too.
 """
 
 from __future__ import annotations
@@ -22,13 +23,44 @@ class BridgeSearch:
     entity: str
     from_record: str
     hits: int
-    linked: tuple[str, ...]  # record ids whose title is the entity
+    linked: tuple[str, ...]  # record ids whose title is the entity (a search with the question: its best new hit)
     ms: float
     named: tuple[str, ...] = ()  # of those, the pages named exactly by the entity
+    with_question: bool = False  # `context_search`: the question and the names, over the text
+
+    @property
+    def followed(self) -> tuple[str, ...]:
+        """The pages reached by following a name: titled by it. A hit of a search with the question only shares
+        words with the question and the names."""
+        return () if self.with_question else self.linked
 
     def to_dict(self) -> dict[str, object]:
-        return {"entity": self.entity, "from": self.from_record, "hits": self.hits, "linked": list(self.linked),
-                "named": list(self.named)}
+        d: dict[str, object] = {"entity": self.entity, "from": self.from_record, "hits": self.hits,
+                                "linked": list(self.linked), "named": list(self.named)}
+        if self.with_question:
+            d["with_question"] = True
+        return d
+
+
+def context_search(store: Store, question: str, sources: Sequence[Candidate], *, names: int, limit: int,
+                   held: set[str], to_candidates: Callable[[list[ScoredId]], list[Candidate]],
+                   filters: SearchFilters | None = None) -> tuple[list[Candidate], BridgeSearch | None]:
+    """One sparse search of the question with the first `names` names its leading evidence adds. The page a
+    nested question needs next often holds the bridge entity without being titled by it ("the waterfall in
+    the country where the Bubye River is found": the Bubye River page names Zimbabwe, and the Victoria Falls
+    page, which a title look-up of "Zimbabwe" cannot find, holds both "waterfall" and "Zimbabwe"). Its best
+    hit the pool does not hold (`held`) joins it as a linked candidate. Returns it and the search, or nothing
+    when the evidence adds no name."""
+    found = bridge_entities(question, sources, names) if names > 0 else []
+    if not found:
+        return [], None
+    started = time.perf_counter()
+    hits = store.search_sparse(" ".join([question, *(name for name, _ in found)]), limit, filters)
+    best = next((c for c in to_candidates(hits) if c.chunk.record_id not in held), None)
+    linked = (best.chunk.record_id,) if best is not None else ()
+    search = BridgeSearch(" + ".join(name for name, _ in found), found[0][1], len(hits), linked,
+                          (time.perf_counter() - started) * 1000, with_question=True)
+    return ([best] if best is not None else []), search
 
 
 def bridge_entities(question: str, top: Sequence[Candidate], max_entities: int) -> list[tuple[str, str]]:

@@ -153,7 +153,7 @@ def nesting(outcome: SearchOutcome) -> Nesting:
     if not (outcome.plan.chained and outcome.plan.aspects and need):
         return Nesting(nested=False)
     return Nesting(nested=True, need=need,
-                   linked=len({c.chunk.doc_id for c in outcome.context if dict(c.scores).get("linked", 0.0) > 0}),
+                   linked=len({c.chunk.doc_id for c in outcome.context if c.chunk.record_id in outcome.followed}),
                    chain=evidence_chain(outcome))
 
 
