@@ -52,8 +52,11 @@ class Graded:
 def supports(c: Candidate, family: RequiredFamily, t: GradeThresholds) -> bool:
     """Validated evidence for a family: a member that is not noise for the question, one that answers the
     family's own rescue query (its obligation) on at least a third of the query's terms, or a lead's record."""
-    if not family.matches(c.chunk):
-        return False
+    return family.matches(c.chunk) and validates(c, family, t)
+
+
+def validates(c: Candidate, family: RequiredFamily, t: GradeThresholds) -> bool:
+    """`supports` for a candidate already known to be a member of `family`."""
     if grade_of(c, t) is not Grade.INCORRECT:
         return True
     if family.lead and c.chunk.record_id in family.record_ids:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from evidex.evidence.grade import DEFAULT_THRESHOLDS, GradeThresholds, supports
+from evidex.evidence.grade import DEFAULT_THRESHOLDS, GradeThresholds, validates
 from evidex.evidence.plan import RequiredFamily, chunk_terms
 from evidex.evidence.words import speaks_of
 from evidex.stores.protocol import Store
@@ -81,9 +81,10 @@ def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Cand
     added: list[Candidate] = []
     attempts = []
     for family in families:
-        present = sum(1 for c in pool if family.matches(c.chunk))
-        if sum(1 for c in pool if supports(c, family, thresholds)) >= min_matches:
+        members = [c for c in pool if family.matches(c.chunk)]
+        if sum(1 for c in members if validates(c, family, thresholds)) >= min_matches:
             continue
+        present = len(members)
         started = time.perf_counter()
         # Word rarity from what the requester may read, even when the search itself spans every record.
         hits = store.search_sparse(family.rescue_query, wide_limit, family_filters(family, reader),
