@@ -99,6 +99,7 @@ def test_show_stats_and_batches(invoke: Invoke, corpus: Path) -> None:
     stats = as_json(invoke("stats"))
     assert (stats["documents"], stats["chunks"], stats["batches"], stats["dead_letters"]) == (3, 3, 1, 0)
     assert stats["families"] == {"-": 2, "network": 1}
+    assert stats["access_labels"] == {"-": 2, "eng": 1}
     table = ok(invoke("batches")).stdout
     assert report["batch_id"] in table and "committed" in table
 
@@ -362,3 +363,6 @@ def test_a_principal_without_labels_is_told_why_nothing_was_admitted(invoke: Inv
         granted = ok(invoke(command, "how do we route external traffic through the gateway?", "--labels", "eng"))
         assert "holds no access labels" not in granted.stderr, command
     assert "evidence: none admitted" in ok(invoke("query", "how do we route external traffic?")).stdout
+    elsewhere = ok(invoke("query", "how do we route external traffic through the gateway?", "--labels", "ops"))
+    assert ("no indexed page carries any of the labels ops; labels in the index, with their chunks: eng (1); "
+            "2 chunks carry none") in " ".join(elsewhere.stderr.split())

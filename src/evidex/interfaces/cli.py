@@ -492,14 +492,19 @@ def _principal(name: str | None, labels: str | None, engine: Engine) -> Principa
     return Principal.of(name or engine.config.gate.default_principal, label_list)
 
 
-def _hint_without_labels(who: Principal) -> None:
-    """Nothing was admitted, and the principal could not have been admitted anything: say why (the gate fails
-    closed, and searches driven by the question see only what the principal may read, so nothing was even
-    rejected)."""
+def _unreadable_hint(engine: Engine, who: Principal) -> str | None:
+    """Why nothing was admitted, when the principal could not have been admitted anything: the gate fails closed,
+    and the searches the question steers see only what the principal may read, so nothing was even rejected."""
     if not who.labels:
-        err.print(f"hint: principal {escape(who.name)!r} holds no access labels, so no page can be admitted: pass "
-                  "--labels LABEL[,LABEL] (or set \\[gate] default_labels in evidex.toml)", highlight=False,
-                  soft_wrap=True)
+        return (f"hint: principal {escape(who.name)!r} holds no access labels, so no page can be admitted: pass "
+                "--labels LABEL[,LABEL] (or set \\[gate] default_labels in evidex.toml)")
+    held = run(engine.stats).get("access_labels")
+    if held is None or set(who.labels) & set(held):
+        return None
+    present = ", ".join(f"{escape(label)} ({n})" for label, n in held.items() if label != "-") or "none"
+    unlabelled = f"; {held['-']} chunks carry none and are never admitted" if held.get("-") else ""
+    return (f"hint: no indexed page carries any of the labels {', '.join(who.labels)}; labels in the index, with "
+            f"their chunks: {present}{unlabelled} (give access_labels in front matter or a --metadata overlay)")
 
 
 def _instant(value: str | None) -> datetime | None:
@@ -532,12 +537,13 @@ def query_cmd(
         who = _principal(principal, labels, engine)
         result = run(lambda: engine.search_with_reasoning(query, aspect_focus, k=k, principal=who,
                                                           retrieved_at=at))
+        hint = None if result["evidence"] else _unreadable_hint(engine, who)
     if json_out:
         sys.stdout.write(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     else:
         render_result(out, result)
-    if not result["evidence"]:
-        _hint_without_labels(who)
+    if hint:
+        err.print(hint, highlight=False, soft_wrap=True)
 
 
 def _other_snapshot(result: dict[str, Any]) -> dict[str, Any]:
@@ -703,8 +709,9 @@ def ask_cmd(
         who = _principal(principal, labels, engine)
         transcript = run(lambda: ask(lambda q, f: engine.search_with_reasoning(q, f, principal=who, retrieved_at=at),
                                      question, max_rounds=max_rounds))
-    if not transcript.evidence:
-        _hint_without_labels(who)
+        hint = None if transcript.evidence else _unreadable_hint(engine, who)
+    if hint:
+        err.print(hint, highlight=False, soft_wrap=True)
     if json_out:
         sys.stdout.write(json.dumps(transcript.to_dict(), indent=2, sort_keys=True) + "\n")
         return

@@ -50,7 +50,7 @@ from evidex.errors import BackendUnavailable, ConfigError, StoreError
 from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import STOPWORDS
 from evidex.stores.protocol import BatchWrite, model_after
-from evidex.stores.rows import chunk_from_row
+from evidex.stores.rows import chunk_from_row, label_counts
 from evidex.stores.transfer import DeadLetterEvent, IndexLog, StoredRow
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
@@ -772,12 +772,14 @@ class MilvusStore:
     def stats(self) -> dict[str, Any]:
         docs: set[str] = set()
         families: dict[str, int] = {}
+        labels: list[tuple[list[str], int]] = []
         chunks = 0
-        for r in self._scan(self.collection, 'retired_by == ""', ["doc_id", "evidence_family"]):
+        for r in self._scan(self.collection, 'retired_by == ""', ["doc_id", "evidence_family", "access_labels"]):
             chunks += 1
             docs.add(r["doc_id"])
             family = r["evidence_family"] or "-"
             families[family] = families.get(family, 0) + 1
+            labels.append((list(r["access_labels"]), 1))
         retired = self._query(self.collection, 'retired_by != "" and not (retired_by like "pending:%")',
                               ["count(*)"])[0]["count(*)"]
         statuses = [b.status for b in self.batches()]
@@ -788,6 +790,7 @@ class MilvusStore:
             "batches": sum(1 for b in statuses if b == "committed"),
             "rolled_back_batches": sum(1 for b in statuses if b == "rolled-back"),
             "dead_letters": len(self.dead_letters()), "families": dict(sorted(families.items())),
+            "access_labels": label_counts(labels, list),
         }
 
     def drop(self) -> None:

@@ -1,9 +1,9 @@
-"""One stored row -> `Chunk`, shared by every backend. Backends differ only in how they store times and
-access labels, so they pass those in already decoded."""
+"""One stored row -> `Chunk`, and the stats' label counts, shared by every backend. Backends differ only in
+how they store times and access labels, so they pass those in already decoded (or a decoder)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -23,3 +23,13 @@ def chunk_from_row(row: Any, *, published_at: datetime | None, expires_at: datet
         title=row["title"], text=row["text"], citation_anchor=row["citation_anchor"],
         span_start=row["span_start"], span_end=row["span_end"], content_hash=row["content_hash"],
         provenance=provenance, heading=row["heading"], batch_id=row["batch_id"], indexed_at=indexed_at)
+
+
+def label_counts(rows: Iterable[tuple[Any, int]], decode: Callable[[Any], Sequence[str]]) -> dict[str, int]:
+    """Live chunks per access label ("-": chunks with none, which the gate never admits), from (stored labels,
+    chunks) rows; a chunk with two labels counts under both."""
+    counts: dict[str, int] = {}
+    for stored, n in rows:
+        for label in decode(stored) or ["-"]:
+            counts[label] = counts.get(label, 0) + n
+    return dict(sorted(counts.items()))

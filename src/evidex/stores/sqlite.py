@@ -28,7 +28,7 @@ from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import tokens
 from evidex.stores.dense import DenseIndex
 from evidex.stores.protocol import BatchWrite, model_after
-from evidex.stores.rows import chunk_from_row
+from evidex.stores.rows import chunk_from_row, label_counts
 from evidex.stores.snapshot_cache import SnapshotCache
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
@@ -545,6 +545,8 @@ class SqliteStore:
                 "dead_letters": one("SELECT COUNT(*) FROM dead_letters").fetchone()[0],
                 "families": dict(one("SELECT COALESCE(evidence_family, '-'), COUNT(*) FROM records WHERE "
                                      "retired_by IS NULL GROUP BY 1 ORDER BY 1").fetchall()),
+                "access_labels": label_counts(one("SELECT access_labels, COUNT(*) FROM records WHERE "
+                                                  "retired_by IS NULL GROUP BY 1").fetchall(), json.loads),
             }
 
     def check_integrity(self) -> list[str]:

@@ -11,8 +11,8 @@ store; every test here then runs against it:
             s.close()
 
 The suite calls only the `Store` protocol (the fixture closes the store). Of `stats()` it needs the keys
-`documents` and `chunks` (live counts), `batches` (committed) and `rolled_back_batches`, which every interface
-shows. Vectors are 8-dimensional unit vectors
+`documents` and `chunks` (live counts), `batches` (committed), `rolled_back_batches` and `access_labels` (live
+chunks per label), which every interface shows. Vectors are 8-dimensional unit vectors
 built from axis directions, so the expected dense order and cosine scores are exact; texts are a few
 words, so the expected BM25 hits are exact too. The builders below (`unit`, `axis`, `make_chunk`,
 `document`, `batch`, `dead_letter`) serve a backend's own extra tests as well.
@@ -265,6 +265,17 @@ class StoreContract:
                                  document([make_chunk("b", 0, "other")], [axis(3)])))
         stats = store.stats()
         assert (stats["documents"], stats["chunks"]) == (2, 4)
+
+    def test_stats_count_live_chunks_per_access_label(self, store: Store) -> None:
+        both = Provenance(access_labels=("eng", "ops"))
+        store.commit_batch(batch("b1", document([make_chunk("a", 0, "one", provenance=both),
+                                                  make_chunk("a", 1, "two", provenance=both)], [axis(0), axis(1)]),
+                                 document([make_chunk("b", 0, "three", provenance=Provenance(access_labels=("eng",)))],
+                                          [axis(2)]),
+                                 document([make_chunk("c", 0, "four")], [axis(3)])))
+        assert store.stats()["access_labels"] == {"-": 1, "eng": 3, "ops": 2}
+        store.commit_batch(batch("b2", document([make_chunk("b", 0, "three again")], [axis(2)])))
+        assert store.stats()["access_labels"] == {"-": 2, "eng": 2, "ops": 2}  # the replaced chunk no longer counts
 
     # ---- dense search ----------------------------------------------------------------------------------
     def test_dense_search_exact_order_and_scores(self, store: Store) -> None:
