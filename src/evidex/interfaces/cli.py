@@ -501,10 +501,11 @@ def _unreadable_hint(engine: Engine, who: Principal) -> str | None:
     held = run(engine.stats).get("access_labels")
     if held is None or set(who.labels) & set(held):
         return None
-    present = ", ".join(f"{escape(label)} ({n})" for label, n in held.items() if label != "-") or "none"
-    unlabelled = f"; {held['-']} chunks carry none and are never admitted" if held.get("-") else ""
-    return (f"hint: no indexed page carries any of the labels {', '.join(who.labels)}; labels in the index, with "
-            f"their chunks: {present}{unlabelled} (give access_labels in front matter or a --metadata overlay)")
+    unlabelled = f"; {held['-']} chunks carry no label at all and are never admitted" if held.get("-") else ""
+    # The labels themselves are not listed: a query's output is no place for what else the index guards.
+    return (f"hint: no indexed page carries any of the labels {escape(', '.join(who.labels))}{unlabelled} (an "
+            "operator sees every label in `evidex stats`; give access_labels in front matter or a --metadata "
+            "overlay)")
 
 
 def _instant(value: str | None) -> datetime | None:
