@@ -132,6 +132,34 @@ def test_records_are_read_once_per_snapshot(tmp_path: Path) -> None:
     writer.close()
 
 
+def test_reading_every_record_keeps_them_for_get_until_the_index_changes(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm-up reads every record (`all_chunks`); when they fit in the record cache, the searches after it read
+    none of them again, and a commit (here by another process) still shows the new text."""
+    import evidex.stores.sqlite as sqlite_store
+
+    reader, writer = SqliteStore(tmp_path / "idx"), SqliteStore(tmp_path / "idx")
+    writer.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha")], [axis(0)]),
+                              document([make_chunk("B", 0, "beta")], [axis(1)])))
+    statements: list[str] = []
+    reader._db.set_trace_callback(statements.append)
+
+    def reads() -> int:
+        return sum("FROM records INDEXED BY" in s for s in statements)
+
+    assert [c.text for c in reader.all_chunks()] == ["alpha", "beta"]
+    assert [c.text for c in reader.get(["B#0", "A#0"])] == ["beta", "alpha"] and reads() == 0
+    writer.commit_batch(batch("b2", document([make_chunk("A", 0, "alpha replaced")], [axis(2)])))
+    assert [c.text for c in reader.get(["A#0", "B#0"])] == ["alpha replaced", "beta"] and reads() == 1
+    monkeypatch.setattr(sqlite_store, "_CHUNK_CACHE_ROWS", 1)  # more records than the cache holds: none kept
+    fresh = SqliteStore(tmp_path / "idx")
+    fresh._db.set_trace_callback(statements.append)
+    fresh.all_chunks()
+    assert [c.text for c in fresh.get(["A#0"])] == ["alpha replaced"] and reads() == 2
+    for store in (reader, writer, fresh):
+        store.close()
+
+
 def test_the_record_cache_stays_within_its_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A call asking for more records than the cache holds returns them all; the cache starts over when full."""
     import evidex.stores.sqlite as sqlite_store

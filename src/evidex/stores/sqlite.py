@@ -380,10 +380,25 @@ class SqliteStore:
         return [found[i] for i in ids if i in found]
 
     def all_chunks(self) -> list[Chunk]:
+        """Every live record, in storage order. When they all fit in the record cache they are kept there too
+        (`get` then reads none of them again at this snapshot): a server's warm-up reads them all, and the first
+        searches after it no longer decode the rows their rescues meet (k8s, lone cold `full` runs alternated:
+        rescue stage 12.0 -> 10.2 ms, search 46.4 -> 42.6 ms at the median of nine pairs; noisy)."""
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM records WHERE retired_by IS NULL ORDER BY rowid").fetchall()
-        return [row_to_chunk(r) for r in rows]
+            self._db.execute("BEGIN")
+            try:
+                generation = self._generation()
+                rows = self._db.execute(
+                    f"SELECT {_CHUNK_COLUMNS} FROM records WHERE retired_by IS NULL ORDER BY rowid").fetchall()
+            finally:
+                self._db.execute("COMMIT")
+            chunks = [row_to_chunk(r) for r in rows]
+            if len(chunks) <= _CHUNK_CACHE_ROWS:
+                self._chunk_cache.at(generation)
+                self._chunk_cache.clear()
+                for c in chunks:
+                    self._chunk_cache.keep(c.record_id, c)
+        return chunks
 
     def search_dense(self, vector: npt.NDArray[np.float32], limit: int,
                      filters: SearchFilters | None = None) -> list[ScoredId]:
