@@ -189,6 +189,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             st.n_out = len(ranked)
             st.decisions = {"cross_encoder": outcome.cross_encoder or "none (offline default)"}
 
+    thresholds = GradeThresholds(ev.grade_correct, ev.grade_incorrect)
     linked: frozenset[str] = frozenset()
     followed: frozenset[str] = frozenset()
     named: frozenset[str] = frozenset()
@@ -205,7 +206,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
             plan = with_known_evidence(plan, pages)
             rescued = rescue(parts.store, plan.families, [*ranked, *added_by_name], wide_limit=ev.wide_limit,
                              min_matches=ev.min_matches, reader=reader, to_candidates=sparse_candidates,
-                             thresholds=GradeThresholds(ev.grade_correct, ev.grade_incorrect), leading=k)
+                             thresholds=thresholds, leading=k)
             added, attempts, leads = rescued.added, rescued.attempts, rescued.leads
             # Names are only followed out of text the requester may read: a restricted page must not steer
             # (or, through the trace, reveal) what else is found.
@@ -279,7 +280,6 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
         st.n_out = len(selected)
 
     graded: Graded | None = None
-    thresholds = GradeThresholds(ev.grade_correct, ev.grade_incorrect)
     if sw.grade:
         with trace.stage("grade", len(selected)) as st:
             graded = grade(selected, admitted, [*plan.families, *lead_families], k, thresholds)
