@@ -7,6 +7,7 @@ had already paid for.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 import threading
@@ -44,7 +45,8 @@ class EmbeddingCache:
         self._db.execute(f"CREATE TABLE IF NOT EXISTS vectors {_VECTORS_COLUMNS}")
         self._db.commit()
         if _without_rowid(self._db):
-            self._move_rows_inline()
+            with contextlib.suppress(sqlite3.OperationalError):  # read-only, or busy past the timeout: next time
+                self._move_rows_inline()
 
     def _move_rows_inline(self) -> None:
         """Rewrite a cache made by an earlier evidex, whose table kept its rows in the primary key's tree
