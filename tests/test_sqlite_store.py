@@ -105,16 +105,21 @@ def test_a_second_connection_sees_new_commits(tmp_path: Path) -> None:
     writer.close()
 
 
-def test_records_are_read_once_per_snapshot(tmp_path: Path) -> None:
-    """A search asks for the same records several times (its pool, rescues, name look-ups), and a server's
-    requests for the same pages: within one snapshot a record is read and decoded once. A commit, here by
-    another process, or a rollback reads it again: a replaced record keeps its id, so a record kept past its
-    snapshot would answer with the old text."""
+def reader_and_writer(tmp_path: Path) -> tuple[SqliteStore, SqliteStore, list[str]]:
+    """Two stores on one index holding records A#0 ("alpha") and B#0 ("beta"), and the SQL the reader runs."""
     reader, writer = SqliteStore(tmp_path / "idx"), SqliteStore(tmp_path / "idx")
     writer.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha")], [axis(0)]),
                               document([make_chunk("B", 0, "beta")], [axis(1)])))
     statements: list[str] = []
     reader._db.set_trace_callback(statements.append)
+    return reader, writer, statements
+
+def test_records_are_read_once_per_snapshot(tmp_path: Path) -> None:
+    """A search asks for the same records several times (its pool, rescues, name look-ups), and a server's
+    requests for the same pages: within one snapshot a record is read and decoded once. A commit, here by
+    another process, or a rollback reads it again: a replaced record keeps its id, so a record kept past its
+    snapshot would answer with the old text."""
+    reader, writer, statements = reader_and_writer(tmp_path)
 
     def reads() -> int:
         return sum("FROM records INDEXED BY" in s for s in statements)
@@ -138,11 +143,7 @@ def test_reading_every_record_keeps_them_for_get_until_the_index_changes(tmp_pat
     none of them again, and a commit (here by another process) still shows the new text."""
     import evidex.stores.sqlite as sqlite_store
 
-    reader, writer = SqliteStore(tmp_path / "idx"), SqliteStore(tmp_path / "idx")
-    writer.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha")], [axis(0)]),
-                              document([make_chunk("B", 0, "beta")], [axis(1)])))
-    statements: list[str] = []
-    reader._db.set_trace_callback(statements.append)
+    reader, writer, statements = reader_and_writer(tmp_path)
 
     def reads() -> int:
         return sum("FROM records INDEXED BY" in s for s in statements)

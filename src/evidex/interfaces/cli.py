@@ -357,6 +357,18 @@ cache_app = typer.Typer(invoke_without_command=True,
 app.add_typer(cache_app, name="cache")
 
 
+@contextmanager
+def _configured_cache(config: Path | None) -> Iterator[tuple[EmbeddingCache, str]]:
+    """The configured embedding cache, open, and the fingerprint of the configured model."""
+    cfg = run(lambda: load_config(config))
+    configured = run(lambda: configured_embedder(cfg)).fingerprint
+    cache = EmbeddingCache(cfg.cache_dir)
+    try:
+        yield cache, configured
+    finally:
+        cache.close()
+
+
 def _cache_report(cache: EmbeddingCache, configured: str) -> dict[str, Any]:
     return {"path": str(cache.path), "bytes": _cache_bytes(cache.path), "configured_model": configured,
             "models": cache.models()}
@@ -373,13 +385,8 @@ def cache_cmd(ctx: typer.Context, config: ConfigOpt = None,
     if ctx.invoked_subcommand is not None:
         ctx.obj = config
         return
-    cfg = run(lambda: load_config(config))
-    configured = run(lambda: configured_embedder(cfg)).fingerprint
-    cache = EmbeddingCache(cfg.cache_dir)
-    try:
+    with _configured_cache(config) as (cache, configured):
         report = _cache_report(cache, configured)
-    finally:
-        cache.close()
     if json_out:
         out.print_json(data=report)
         return
@@ -401,11 +408,8 @@ def cache_prune_cmd(
     """Delete the vectors of every model but the configured one (and --keep-model), and give the space back.
     Indexes keep their own vectors: a deleted one is only computed again if its text is ingested with its
     model."""
-    cfg = run(lambda: load_config(config or ctx.obj))
-    configured = run(lambda: configured_embedder(cfg)).fingerprint
-    keep = {configured, *(keep_model or [])}
-    cache = EmbeddingCache(cfg.cache_dir)
-    try:
+    with _configured_cache(config or ctx.obj) as (cache, configured):
+        keep = {configured, *(keep_model or [])}
         before = _cache_report(cache, configured)
         doomed = {m: n for m, n in before["models"].items() if m not in keep}
         if not doomed:
@@ -417,8 +421,6 @@ def cache_prune_cmd(
             return
         deleted = run(lambda: cache.drop_models(keep))
         after = _cache_bytes(cache.path)
-    finally:
-        cache.close()
     out.print(f"deleted {_count(deleted, 'vector')} of {_count(len(doomed), 'other model')}: "
               f"{before['bytes'] / 1e6:.1f} MB -> {after / 1e6:.1f} MB", highlight=False)
 
