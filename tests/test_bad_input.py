@@ -320,6 +320,8 @@ def write_config(tmp_path: Path, text: str) -> Path:
     ("[chunking]\nmax_chars = 300\noverlap_chars = 150\n", "chunking.overlap_chars"),
     ("[embedding]\nbackend = 'tensorflow'\n", "embedding.backend"),
     ("[embedding]\nquery_cache = -1\n", "embedding.query_cache"),
+    ("[embedding]\nquery_threads = 0\n", "embedding.query_threads"),
+    ("[embedding]\nthreads = -1\n", "embedding.threads"),
     ("[retrieval]\ntitle_weight = 0\n", "retrieval.title_weight"),
     ("[evidence]\nbridge_context_names = -1\n", "evidence.bridge_context_names"),
     ("[evidence]\nname_lookups = -2\n", "evidence.name_lookups"),

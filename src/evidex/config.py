@@ -40,7 +40,8 @@ class EmbeddingConfig:
     backend: str = "onnx"  # onnx (int8, default) | torch (reference)
     device: str = "cpu"  # torch backend only: cpu | cuda | cuda:N (a GPU speeds up ingest; vectors are the same)
     model_dir: str = ""  # a local sentence-transformers directory; empty = the packaged all-MiniLM-L6-v2
-    threads: int = 0  # 0 = all cores for documents (queries always use one thread)
+    threads: int = 0  # parallel document inferences (0 = all cores)
+    query_threads: int = 2  # threads of one query's inference, onnx backend (1: a query never waits for a core)
     batch_size: int = 32
     query_cache: int = 256  # the last N query texts' vectors kept in memory (0 = none)
     cache_dir: str = "~/.cache/evidex"
@@ -182,6 +183,7 @@ class Config:
         data["index"].pop("path")
         data["embedding"].pop("cache_dir")
         data["embedding"].pop("threads")
+        data["embedding"].pop("query_threads")  # the same vectors on any thread count (tested bit for bit)
         data["embedding"].pop("query_cache")  # a kept vector is the vector the model gives again
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
@@ -298,8 +300,10 @@ def _validate(name: str, section: Any) -> None:
         if section.device != "cpu" and section.backend != "torch":
             raise ConfigError(f"config key 'embedding.device': {section.device!r} needs backend = 'torch' "
                               "(the ONNX backend runs on the CPU)")
-        if section.batch_size < 1:
-            raise ConfigError("config key 'embedding.batch_size' must be >= 1")
+        if section.threads < 0:
+            raise ConfigError("config key 'embedding.threads' must be >= 0 (0 uses every core)")
+        if section.batch_size < 1 or section.query_threads < 1:
+            raise ConfigError("config keys 'embedding.batch_size' and 'embedding.query_threads' must be >= 1")
         if section.query_cache < 0:
             raise ConfigError("config key 'embedding.query_cache' must be >= 0 (0 keeps no query vector)")
     if isinstance(section, GateConfig):

@@ -93,7 +93,7 @@ def configured_embedder(config: Config) -> Embedder:
 
     e = config.embedding
     model_dir = Path(e.model_dir).expanduser() if e.model_dir else default_model_dir()
-    return load_embedder(e.backend, model_dir, config.cache_dir, e.threads or None, e.device)
+    return load_embedder(e.backend, model_dir, config.cache_dir, e.threads or None, e.device, e.query_threads)
 
 
 class Engine:

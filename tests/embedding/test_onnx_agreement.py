@@ -194,6 +194,26 @@ def test_query_equals_single_document_and_order_is_kept(
 
 
 @pytest.mark.slow
+def test_a_query_has_the_same_vector_on_any_thread_count(onnx_dir: Path, onnx_embedder: OnnxEmbedder) -> None:
+    """The query session runs on several threads, the documents' on one: an index's vectors and its
+    queries' must still be the model's one answer, bit for bit (the config hash leaves query_threads out)."""
+    texts = ["pods", "how do I roll back a deployment?", LONG_A, LONG_B, _LONG, *CORPUS, *QUERIES]
+    one = OnnxEmbedder(onnx_dir, threads=1, query_threads=1)
+    two = OnnxEmbedder(onnx_dir, threads=1, query_threads=2)
+    documents = onnx_embedder.embed_documents(texts)
+    singles = [one.embed_query(text) for text in texts]
+    for row, text in enumerate(texts):
+        assert np.array_equal(singles[row], two.embed_query(text)), text[:60]
+        assert np.array_equal(singles[row], documents[row]), text[:60]
+    # Queries at once: each runs on one thread beside the others, and still gives the same vector.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        concurrent = list(pool.map(two.embed_query, texts * 3))
+    assert all(np.array_equal(v, singles[i % len(texts)]) for i, v in enumerate(concurrent))
+    with pytest.raises(ValueError, match="query_threads must be >= 1"):
+        OnnxEmbedder(onnx_dir, query_threads=0)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["onnx", "torch"])
 def test_text_beyond_max_length_is_truncated(
     backend: str, onnx_embedder: OnnxEmbedder, st_embedder: SentenceTransformerEmbedder

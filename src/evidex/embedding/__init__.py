@@ -53,14 +53,15 @@ def onnx_cache_dir(model_dir: Path, cache_dir: Path) -> Path:
 
 
 def load_embedder(
-    backend: str, model_dir: Path | None, cache_dir: Path, threads: int | None = None, device: str = "cpu"
+    backend: str, model_dir: Path | None, cache_dir: Path, threads: int | None = None, device: str = "cpu",
+    query_threads: int = 2,
 ) -> Embedder:
     """Build an embedder for model_dir (None: the default model).
 
     backend "onnx" (the default choice) exports model_dir once into cache_dir/models/ (needs torch
     that one time) and then runs on onnxruntime; "torch"/"sentence-transformers" runs the reference
-    model (on `device`: cpu, cuda, cuda:N). threads bounds document encoding on the CPU; queries always run on
-    one thread.
+    model (on `device`: cpu, cuda, cuda:N). threads bounds document encoding on the CPU; a query runs on
+    query_threads threads with ONNX, on one with torch.
     """
     key = backend.strip().lower()
     if key not in BACKENDS:
@@ -77,9 +78,9 @@ def load_embedder(
         except BackendUnavailable as exc:
             # Without torch an older export cannot be rebuilt; it is kept, named by its own bytes.
             if adopt_format_1(target, weights_sha256(source)):
-                return OnnxEmbedder(target, threads=threads)
+                return OnnxEmbedder(target, threads=threads, query_threads=query_threads)
             raise BackendUnavailable(
                 f"the ONNX model for {source} is not built yet (expected in {target}); building it once "
                 f"needs torch: pip install -e '.[torch]', or use backend='torch'. ({exc})"
             ) from exc
-    return OnnxEmbedder(target, threads=threads)
+    return OnnxEmbedder(target, threads=threads, query_threads=query_threads)

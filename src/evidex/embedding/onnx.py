@@ -2,12 +2,18 @@
 
 Needs only onnxruntime, tokenizers and numpy: no torch at run time.
 
-Every text is one inference of batch size 1 on a session pinned to one intra-op thread. The int8
-model quantizes activations per tensor at run time, so a batched text's vector would depend on the
-other texts (and padding) in its batch; one text per run keeps vectors reproducible, needs no
-padding, and measured faster on CPU than padded batches. embed_query therefore takes a few ms and
-is not slowed by other load, and embed_documents runs `threads` such inferences in parallel
-(onnxruntime releases the GIL), longest texts first.
+Every text is one inference of batch size 1. The int8 model quantizes activations per tensor at run
+time, so a batched text's vector would depend on the other texts (and padding) in its batch; one text per
+run keeps vectors reproducible, needs no padding, and measured faster on CPU than padded batches.
+embed_documents runs `threads` such inferences in parallel on a session pinned to one intra-op thread
+(onnxruntime releases the GIL), longest texts first. embed_query runs on its own session with
+`query_threads` intra-op threads (default 2) when no other inference of the embedder is running, else on the
+one-thread session, so concurrent queries take a core each. The query session's workers sleep rather than
+spin between operators: on this project's 2-core machine a k8s question's inference took 16 → 13 ms idle and
+17 → 15 ms with the other core busy (scripts/bench_query_threads.py); spinning workers were faster idle
+(10 ms) but slower than one thread once the other core was busy (23 ms). Each output of the integer products
+is summed by one thread, so the vectors are the same for every thread count (a test holds them to it bit
+for bit).
 
 The integer products are exact on every CPU. On x86 without VNNI (AVX2, most AVX-512 parts) onnxruntime's
 u8×s8 kernels add pairs of products in saturating 16-bit arithmetic, and 255 × 127 × 2 overflows it, so
@@ -19,8 +25,10 @@ exact) and other rankings. The session option `session.x64quantprecision` moves 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +51,13 @@ class OnnxEmbedder:
 
     threads: parallel inferences in embed_documents (default: all cores). batch_size: texts
     tokenized and scheduled together (bounds memory on huge inputs); each still runs alone.
+    query_threads: intra-op threads of one embed_query inference (at most the cores there are). The
+    documents' single-threaded session is loaded on first use, so a process that only answers queries
+    holds the model once.
     """
 
-    def __init__(self, onnx_dir: Path, threads: int | None = None, batch_size: int = 32) -> None:
+    def __init__(self, onnx_dir: Path, threads: int | None = None, batch_size: int = 32,
+                 query_threads: int = 2) -> None:
         try:
             import onnxruntime  # type: ignore[import-untyped,unused-ignore]
             import tokenizers
@@ -58,15 +70,22 @@ class OnnxEmbedder:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1 or None, got {threads}")
+        if query_threads < 1:
+            raise ValueError(f"query_threads must be >= 1, got {query_threads}")
         self._dir = Path(onnx_dir)
         manifest = _load_manifest(self._dir)
         self._threads = threads or os.cpu_count() or 1
         self._batch_size = batch_size
         max_len = int(manifest.get("max_seq_length", 256))
         self._tokenizer = _load_tokenizer(tokenizers, self._dir / TOKENIZER_FILE, max_len)
-        self._session = _single_thread_session(onnxruntime, self._dir / MODEL_FILE)
-        self._input_names = [i.name for i in self._session.get_inputs()]
-        self._dim = _output_dim(self._session, manifest)
+        self._ort = onnxruntime
+        query_threads = min(query_threads, os.cpu_count() or 1)
+        self._query_session = _session(onnxruntime, self._dir / MODEL_FILE, query_threads)
+        self._document_session = self._query_session if query_threads == 1 else None
+        self._lock = threading.Lock()
+        self._in_progress = 0
+        self._input_names = [i.name for i in self._query_session.get_inputs()]
+        self._dim = _output_dim(self._query_session, manifest)
         sha = str(manifest.get("source_weights_sha256", ""))
         # The export itself, not only its source: two exports of one model (another recipe, other library
         # versions) make different vectors, and the embedding cache must not mix them.
@@ -89,30 +108,57 @@ class OnnxEmbedder:
         return self._dim
 
     def embed_query(self, text: str) -> Vectors:
-        """(dim,) unit vector: one single-threaded inference."""
-        return self._embed_ids(self._tokenizer.encode(text).ids)
+        """(dim,) unit vector: one inference, on `query_threads` threads when nothing else of this embedder
+        is running, else on one (two queries at once then take a core each, not both cores each)."""
+        ids = self._tokenizer.encode(text).ids
+        with self._running() as alone:
+            return self._embed_ids(self._query_session if alone else self._documents_session(), ids)
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """(len(texts), dim) unit vectors, in input order; row i equals embed_query(texts[i])."""
         if isinstance(texts, str):
             raise TypeError("embed_documents takes a sequence of strings, not a single string")
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        if not texts:
+            return out
+        with self._running():
+            self._embed_into(out, texts, self._documents_session())
+        return out
+
+    def _embed_into(self, out: Vectors, texts: Sequence[str], session: Any) -> None:
         workers = min(self._threads, len(texts))
         if workers <= 1:
             for index, ids in self._tokenized(texts):
-                out[index] = self._embed_ids(ids)
-            return out
+                out[index] = self._embed_ids(session, ids)
+            return
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evidex-onnx") as pool:
             pending: list[tuple[int, Future[Vectors]]] = []
             try:
                 for index, ids in self._tokenized(texts):  # tokenizing overlaps with inference
-                    pending.append((index, pool.submit(self._embed_ids, ids)))
+                    pending.append((index, pool.submit(self._embed_ids, session, ids)))
                 for index, future in pending:
                     out[index] = future.result()
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
-        return out
+
+    @contextmanager
+    def _running(self) -> Iterator[bool]:
+        """Counts this embedder's inferences in progress; yields whether this one started alone."""
+        with self._lock:
+            alone = self._in_progress == 0
+            self._in_progress += 1
+        try:
+            yield alone
+        finally:
+            with self._lock:
+                self._in_progress -= 1
+
+    def _documents_session(self) -> Any:
+        with self._lock:
+            if self._document_session is None:
+                self._document_session = _session(self._ort, self._dir / MODEL_FILE, 1)
+            return self._document_session
 
     def _tokenized(self, texts: Sequence[str]) -> Iterator[tuple[int, list[int]]]:
         """(index, token ids), batch_size texts at a time, longest first within each batch."""
@@ -122,12 +168,12 @@ class OnnxEmbedder:
             for i in sorted(range(len(ids)), key=lambda k: -len(ids[k])):
                 yield start + i, ids[i]
 
-    def _embed_ids(self, ids: list[int]) -> Vectors:
+    def _embed_ids(self, session: Any, ids: list[int]) -> Vectors:
         input_ids = np.asarray([ids], dtype=np.int64)
         mask = np.ones_like(input_ids)
         feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(mask)}
         try:
-            (hidden,) = self._session.run(["last_hidden_state"], {n: feeds[n] for n in self._input_names})
+            (hidden,) = session.run(["last_hidden_state"], {n: feeds[n] for n in self._input_names})
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidArgument types
             raise EmbeddingError(f"ONNX inference failed: {exc}") from exc
         row: Vectors = _mean_pool_normalise(np.asarray(hidden, dtype=np.float32), mask)[0]
@@ -137,11 +183,13 @@ class OnnxEmbedder:
 EXACT_INT8_PRODUCTS = "session.x64quantprecision"  # u8×u8 kernels: no 16-bit saturation on x86 without VNNI
 
 
-def _single_thread_session(ort: Any, model_path: Path) -> Any:
-    """One intra-op thread; concurrent run() calls on it are safe and each uses its caller's thread."""
+def _session(ort: Any, model_path: Path, threads: int) -> Any:
+    """`threads` intra-op threads (the caller's and threads - 1 workers that sleep when idle: spinning ones
+    steal a busy machine's cores). Concurrent run() calls are safe; with one thread each uses its caller's."""
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.intra_op_num_threads = 1
+    opts.intra_op_num_threads = threads
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.log_severity_level = 3
