@@ -52,8 +52,8 @@ class OnnxEmbedder:
     threads: parallel inferences in embed_documents (default: all cores). batch_size: texts
     tokenized and scheduled together (bounds memory on huge inputs); each still runs alone.
     query_threads: intra-op threads of one embed_query inference (at most the cores there are). The
-    documents' single-threaded session is loaded on first use, so a process that only answers queries
-    holds the model once.
+    documents' single-threaded session is loaded on first use, so a process that answers one query at a
+    time holds the model once.
     """
 
     def __init__(self, onnx_dir: Path, threads: int | None = None, batch_size: int = 32,
