@@ -38,6 +38,7 @@ import logging
 import math
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -772,14 +773,14 @@ class MilvusStore:
     def stats(self) -> dict[str, Any]:
         docs: set[str] = set()
         families: dict[str, int] = {}
-        labels: list[tuple[list[str], int]] = []
+        labels: Counter[tuple[str, ...]] = Counter()  # chunks per label set, as SQLite groups them
         chunks = 0
         for r in self._scan(self.collection, 'retired_by == ""', ["doc_id", "evidence_family", "access_labels"]):
             chunks += 1
             docs.add(r["doc_id"])
             family = r["evidence_family"] or "-"
             families[family] = families.get(family, 0) + 1
-            labels.append((list(r["access_labels"]), 1))
+            labels[tuple(r["access_labels"])] += 1
         retired = self._query(self.collection, 'retired_by != "" and not (retired_by like "pending:%")',
                               ["count(*)"])[0]["count(*)"]
         statuses = [b.status for b in self.batches()]
@@ -790,7 +791,7 @@ class MilvusStore:
             "batches": sum(1 for b in statuses if b == "committed"),
             "rolled_back_batches": sum(1 for b in statuses if b == "rolled-back"),
             "dead_letters": len(self.dead_letters()), "families": dict(sorted(families.items())),
-            "access_labels": label_counts(labels, list),
+            "access_labels": label_counts(labels.items(), list),
         }
 
     def drop(self) -> None:
