@@ -352,6 +352,7 @@ _SPLIT = re.compile(r"\s*(?:(?:[;?]|" + _FULL_STOP + r")\s|[;?]$|,(?!\d)\s*(?:an
                     r"\s+(?:and|or|but)\s+(?=(?:how|what|why|where|when|which|who|should|can|do|does|is|are|make|"
                     r"let|stop)\b))\s*", re.I)
 _CAP_WORD = re.compile(r"^[A-Z0-9][\w'’./&-]*$")
+_CAMEL_HUMP = re.compile(r"[a-z][A-Z]")  # "StatefulSet": a name compounded of capitalised words
 _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was",
                    "were", "do", "does", "did", "can", "could", "should", "would", "will", "in", "the", "a", "an",
                    "i", "my", "if", "and", "or", "for", "to", "of", "on", "at", "by", "from", "as", "with"}
@@ -437,8 +438,8 @@ def _split_conjoined(span: str) -> list[str]:
 
 
 def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
-    """Aspects from the question alone, most specific first: identifiers and quoted strings, multi-word
-    names, then sub-questions, then single-word names."""
+    """Aspects from the question alone, most specific first: identifiers and quoted strings, multi-word and
+    compound ("StatefulSet") names, then sub-questions, then the other single-word names."""
     code = [m.group(1).strip() for m in _CODE.finditer(question)]
     identifiers = [*code, *(m.group(1).strip() for m in _QUOTED.finditer(question))]
     plain = _QUOTED.sub(" ", _CODE.sub(" ", question))
@@ -452,6 +453,9 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     # A lone letter or number ("T cells", "type 1 diabetes") names nothing on its own, nor does a measurement
     # ("5mmol/L", "512Mi", "30s"): evidence is about a thing, not a value.
     single = [n for n in names if len(n.split()) == 1 and len(n) > 1 and not n.isdigit() and not is_quantity(n)]
+    # A word of capitalised parts ("StatefulSet", "ConfigMap", "PowerShell") names one thing as precisely as a
+    # multi-word name, so a clause holding it does not stand in for it: the page it titles is its evidence.
+    compound = [n for n in single if _CAMEL_HUMP.search(n)]
     parts = sub_questions(plain)
     clauses = parts if len(parts) > 1 else []
     unique: list[str] = []
@@ -459,7 +463,7 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     entities = {*identifiers, *multi, *single}
     # The most specific first, so a compound ("shop.app") makes its parts ("app", "shop") redundant.
     identifiers = sorted(identifiers, key=lambda a: -len(terms(a)))
-    for a in [*identifiers, *multi, *clauses, *single]:
+    for a in [*identifiers, *multi, *compound, *clauses, *single]:
         t = frozenset(terms(a))
         if not t or any(t <= s for s in seen_terms):  # nothing new: already an obligation
             continue
