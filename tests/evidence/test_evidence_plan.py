@@ -114,6 +114,12 @@ def test_a_measurement_is_not_an_aspect() -> None:
     assert "3M" in auto_plan("Who founded 3M?").aspects
 
 
+def test_the_pronoun_i_does_not_make_a_sentence_start_a_name() -> None:
+    assert entity_spans("After I applied a default-deny NetworkPolicy, lookups failed.") == ["NetworkPolicy"]
+    assert entity_spans("Since I moved the Tidepool Proxy nothing works.") == ["Tidepool Proxy"]
+    assert entity_spans("Who fought in World War I before Louis I of France?") == ["World War I", "Louis I of France"]
+
+
 def test_sentence_start_after_a_full_stop_is_not_a_name() -> None:
     assert "Restart" not in entity_spans("Read the runbook. Restart pods quickly.")
 

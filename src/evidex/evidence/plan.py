@@ -381,7 +381,9 @@ def _sentence_spans(sentence: str) -> list[str]:
         clean = w.strip("()[]{}:;!\"“”'’")
         capital = bool(clean) and bool(_CAP_WORD.match(clean))
         sentence_start = i == 0
-        next_capital = i + 1 < len(words) and bool(_CAP_WORD.match(words[i + 1].strip("()[]{}:;!\"“”'’") or "x"))
+        following = words[i + 1].strip("()[]{}:;!\"“”'’") if i + 1 < len(words) else ""
+        # The pronoun "I" is capitalised but names nothing: "After I applied ..." starts with no name.
+        next_capital = bool(_CAP_WORD.match(following or "x")) and following != "I"
         special = clean[1:] != clean[1:].lower()  # acronym or camelCase: a name even at a sentence start
         if capital and sentence_start and not current and not next_capital and not special:
             capital = False
