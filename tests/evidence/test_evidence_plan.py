@@ -25,6 +25,7 @@ from evidex.evidence.plan import (
     is_quantity,
     plan_from_dict,
     plan_question,
+    stem,
     sub_questions,
     terms,
 )
@@ -405,3 +406,10 @@ def test_a_chunks_term_set_is_the_set_of_its_terms(text: str) -> None:
     the set of `terms` (one regular expression over any text): apostrophes inside, around and doubled,
     underscores, digits and non-ASCII text included."""
     assert _term_set(text) == frozenset(terms(text))
+
+
+@pytest.mark.parametrize(("singular", "plural"), [("class", "classes"), ("access", "accesses"), ("pod", "pods"),
+                                                  ("policy", "policies"), ("process", "processes")])
+def test_a_word_and_its_plural_have_one_term(singular: str, plural: str) -> None:
+    """"class" had lost its last letter ("clas") while "classes" kept it: the two never met."""
+    assert stem(singular) == stem(plural)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from evidex.admission.gate import AdmissionGate, Principal
 from evidex.config import Config
 from evidex.evidence.bridge import bridge, bridge_entities, context_search, named, titled
-from evidex.evidence.plan import RequiredFamily, explicit_plan
+from evidex.evidence.plan import RequiredFamily, explicit_plan, terms
 from evidex.evidence.rescue import rescue
 from evidex.pipeline import HOP_OBLIGATION, LEAD_OBLIGATION, PipelineParts, SearchRequest, run_search
 from evidex.trace import StageSwitches
@@ -193,7 +193,7 @@ def test_a_word_most_hits_share_cannot_pick_a_lead(tmp_path: Path) -> None:
     others = [make_chunk(f"go{i}", text) for i, text in enumerate(
         ["Incident notes go in the ops channel.", "Deploys go out on Tuesdays.", "Backups go to the vault.",
          "Alerts go to the pager first."])]
-    family = RequiredFamily("where does egress go", "where does egress go", aspect_terms=("egres", "go"))
+    family = RequiredFamily("where does egress go", "where does egress go", aspect_terms=terms("where does egress go"))
     store = counting_store(tmp_path / "filler", [leading, *others])
     try:
         rescued = rescue(store, [family], [cand(leading, 0.9)], wide_limit=50, min_matches=1, reader=None,

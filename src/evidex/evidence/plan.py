@@ -41,6 +41,8 @@ def stem(token: str) -> str:
     meet. A variant that drops it (and joins adverbs to adjectives, "stopped" to "stop") lowered k8s family
     recall 0.945 -> 0.927 by turning two reserve tie-breaks. Dropping only the final "e" (re-measured on
     2026-11-30): k8s unchanged, the blind k8s set 0.875 -> 0.865, SciFact nDCG 0.7329 -> 0.7335; not taken."""
+    if token.endswith("ss") and not token.endswith("sses"):  # "class", "access": no plural to take off
+        return token
     for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
         if token.endswith(suffix) and len(token) - len(suffix) >= 3:
             return token[: len(token) - len(suffix)] + keep
