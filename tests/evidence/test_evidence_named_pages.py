@@ -50,6 +50,22 @@ def test_a_named_page_outside_the_pool_is_looked_up_once_by_title(store: Countin
     assert [s.entity for s in lookups] == ["Pod Security Standard"]  # a phrase is never looked up
 
 
+def test_a_compound_name_finds_the_page_that_spells_it_apart(tmp_path: Path) -> None:
+    """"StorageClass" names the page "Storage Classes" (and "class" / "classes" are one term)."""
+    classes = make_chunk("classes", "Each StorageClass names a provisioner and parameters.", title="Storage Classes")
+    claims = make_chunk("claims", "A claim may ask for a StorageClass by name.", title="Persistent Volumes")
+    family = RequiredFamily("StorageClass", "StorageClass", aspect_terms=("storageclass",), entity=True)
+    store = counting_store(tmp_path / "idx", [classes, claims, GARDEN])
+    try:
+        added, pages, _ = named_pages(store, [family], [cand(claims, 0.9)], max_lookups=4, limit=10,
+                                      to_candidates=sparse_candidates(store))
+        assert ids(added) == ["classes"]
+        assert pages == {"StorageClass": ("classes",)}
+        assert [c.query for c in store.sparse_calls] == ["StorageClass Storage Class"]
+    finally:
+        store.close()
+
+
 def test_a_named_page_already_in_the_pool_costs_no_search(store: CountingStore) -> None:
     pool = [cand(CLUSTER_LEVEL, 0.9), cand(STANDARDS, 0.2)]
     added, pages, lookups = named_pages(store, [PSS], pool, max_lookups=4, limit=10,

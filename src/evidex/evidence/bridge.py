@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from evidex.evidence.plan import RequiredFamily, entity_spans, sentences, terms
+from evidex.evidence.plan import RequiredFamily, entity_spans, sentences, spelled_apart, terms
 from evidex.stores.protocol import Store
 from evidex.types import Candidate, ScoredId, SearchFilters
 
@@ -99,8 +99,10 @@ def bare_title(title: str) -> str:
 
 
 def named(candidate: Candidate, entity: str) -> bool:
-    """The candidate's page is named by the entity itself: its bare title has exactly the entity's terms."""
-    return set(terms(bare_title(candidate.chunk.title))) == set(terms(entity)) != set()
+    """The candidate's page is named by the entity itself: its bare title has exactly the entity's terms, or
+    those of its words spelled apart ("StorageClass" names the page "Storage Classes")."""
+    title = set(terms(bare_title(candidate.chunk.title)))
+    return bool(title) and title in (set(terms(entity)), set(terms(spelled_apart(entity))))
 
 
 def titled(candidate: Candidate, entity: str) -> bool:
@@ -163,7 +165,9 @@ def named_pages(store: Store, families: Sequence[RequiredFamily], ranked: Sequen
         found = [c for c in ranked if named(c, family.name)]
         if not found and len(searches) < max_lookups:
             started = time.perf_counter()
-            hits = store.search_sparse(family.name, limit, filters, title_only=True)
+            apart = spelled_apart(family.name)
+            query = family.name if apart == family.name else f"{family.name} {apart}"
+            hits = store.search_sparse(query, limit, filters, title_only=True)
             found = [c for c in to_candidates(hits) if named(c, family.name)]
             fresh = [c for c in found if c.chunk.record_id not in have]
             have.update(c.chunk.record_id for c in fresh)

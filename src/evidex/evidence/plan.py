@@ -354,13 +354,19 @@ _SPLIT = re.compile(r"\s*(?:(?:[;?]|" + _FULL_STOP + r")\s|[;?]$|,(?!\d)\s*(?:an
                     r"\s+(?:and|or|but)\s+(?=(?:how|what|why|where|when|which|who|should|can|do|does|is|are|make|"
                     r"let|stop)\b))\s*", re.I)
 _CAP_WORD = re.compile(r"^[A-Z0-9][\w'’./&-]*$")
-_CAMEL_HUMP = re.compile(r"[a-z][A-Z]")  # "StatefulSet": a name compounded of capitalised words
+_CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")  # between the words of a compound name: "Stateful|Set"
 _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was",
                    "were", "do", "does", "did", "can", "could", "should", "would", "will", "in", "the", "a", "an",
                    "i", "my", "if", "and", "or", "for", "to", "of", "on", "at", "by", "from", "as", "with"}
 
 
 _SENTENCE_END = re.compile(r"(?:(?<=[?!])|(?<=" + _FULL_STOP + r"))\s+|\n+")
+
+
+def spelled_apart(name: str) -> str:
+    """A compound name with its words apart: "StorageClass" -> "Storage Class" (how a page title spells it).
+    Only a name of capitalised words: "iPhone" is not "i Phone"."""
+    return _CAMEL_HUMP.sub(" ", name) if name[:1].isupper() else name
 
 
 def sentences(text: str) -> list[str]:
