@@ -38,7 +38,7 @@ def test_a_configuration_that_needs_another_index_is_refused(make_engine: Engine
 
 def test_warm_up_loads_what_the_first_search_needs(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
     """A server warms its engine before the first request: the model, the pipeline's parts, the snapshot's
-    matrix, the words of a question and every chunk's term set are loaded, and an empty index warms up without
+    matrix, the words of a question, every chunk's term set and the common words' sparse matches are loaded, and an empty index warms up without
     an error."""
     empty = make_engine()
     empty.warm_up()
@@ -55,6 +55,8 @@ def test_warm_up_loads_what_the_first_search_needs(make_engine: EngineFactory, w
     assert engine._parts is not None and store._dense is not None and store._word_cache.used > 0
     every = store.all_chunks()
     assert every and all((c.record_id, c.content_hash, c.title, c.heading) in plan._TERM_CACHE for c in every)
+    # The words most pages hold are read ahead, the warm-up question's or not ("forages" is in none of its words).
+    assert {'"forages"', '"dusk"'} <= set(store._word_cache.found(['"forages"', '"dusk"', '"marmot"']))
 
 
 def test_settle_heap_freezes_what_is_alive_and_collects_young_objects_less_often() -> None:

@@ -399,6 +399,30 @@ def test_a_search_wider_than_its_readers_keeps_each_audiences_best(tmp_path: Pat
         lacks.close()
 
 
+def test_reading_ahead_changes_no_result_and_spares_the_searches_their_reads(tmp_path: Path) -> None:
+    """A server's warm-up reads the common words' matches ahead (`read_ahead`): a search of them then reads
+    nothing more, and every result (plain, filtered, scoped, title-only, a word no record holds) is what a store
+    that read nothing ahead gives, score for score."""
+    ahead = _rotation_store(tmp_path / "idx", "rotation ceremony for the quorum keys")
+    cold = SqliteStore(tmp_path / "idx")
+    eng = SearchFilters(access_labels=("eng",))
+    queries = ("key rotation vault", "signing keys", "paging quokka", "ceremony")
+    try:
+        ahead.read_ahead(["key", "rotation", "vault", "signing", "keys", "paging", "quokka", "ceremony"])
+        read = ahead._word_cache.used
+        assert read > 0
+        for query in queries:
+            assert ahead.search_sparse(query, 10) == cold.search_sparse(query, 10), query
+            assert ahead.search_sparse(query, 10, eng) == cold.search_sparse(query, 10, eng), query
+            assert ahead.search_sparse(query, 10, scope=("eng",)) == cold.search_sparse(query, 10, scope=("eng",))
+        assert ahead._word_cache.used == read  # every word was there already
+        assert (ahead.search_sparse("rotation vault", 10, title_only=True)
+                == cold.search_sparse("rotation vault", 10, title_only=True))
+    finally:
+        ahead.close()
+        cold.close()
+
+
 def test_the_word_cache_stays_within_its_bound_mid_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A search that mixes a cached word with one that overflows the cache had lost the cached word when the
     cache started over (KeyError): each search keeps what it read, and the cache never exceeds its bound."""

@@ -685,6 +685,9 @@ class MilvusStore:
         """Not known: Milvus keeps its BM25 word statistics on the server (a plan then keeps every aspect)."""
         return 0, {}
 
+    def read_ahead(self, words: Sequence[str]) -> None:
+        """Nothing to read: Milvus scores BM25 on the server, per search."""
+
     def _search(self, data: Any, field: str, limit: int, expr: str,
                 params: dict[str, Any]) -> list[tuple[str, float]]:
         """(record_id, raw distance) best first. Milvus Lite reports BM25 as a negative distance, a server

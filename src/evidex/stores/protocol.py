@@ -89,6 +89,12 @@ class Store(Protocol):
         search would search, how many of them hold it (title or text); (0, {}) when the store cannot tell."""
         ...
 
+    def read_ahead(self, words: Sequence[str]) -> None:
+        """Read now what sparse searches of `words` will need (a server's warm-up): searches then cost what they
+        would after those words had been searched once, with the same results. Nothing where there is no
+        such cache."""
+        ...
+
     def batches(self) -> list[BatchInfo]:
         ...
 

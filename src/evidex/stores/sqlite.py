@@ -482,6 +482,10 @@ class SqliteStore:
         return total, {w: len(at) if readable is None else int(readable[at].sum())
                        for w, (at, _) in zip(words, per_word, strict=True)}
 
+    def read_ahead(self, words: Sequence[str]) -> None:
+        """Each word's matches and scores, read into the per-snapshot cache a search reads them from."""
+        self._snapshot_matches([f'"{t}"' for t in dict.fromkeys(t for w in words for t in tokens(w))])
+
     def _snapshot_matches(self, words: Sequence[str]) -> tuple[DenseIndex, list[WordMatches]]:
         """The dense snapshot and each one-word MATCH expression's matches, read at the same generation."""
         for _ in range(3):  # a commit between the snapshot and the full-text reads: read both again
