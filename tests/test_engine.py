@@ -38,8 +38,8 @@ def test_a_configuration_that_needs_another_index_is_refused(make_engine: Engine
 
 def test_warm_up_loads_what_the_first_search_needs(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
     """A server warms its engine before the first request: the model, the pipeline's parts, the snapshot's
-    matrix, the words of a question, every chunk's term set and the common words' sparse matches are loaded, and an empty index warms up without
-    an error."""
+    matrix, the words of a question, every chunk's term set and the common words' sparse matches are loaded,
+    and an empty index warms up without an error."""
     empty = make_engine()
     empty.warm_up()
     # More pages than a search's pool of ten candidates, rescues of one hit: the warm-up question meets few.
@@ -57,6 +57,26 @@ def test_warm_up_loads_what_the_first_search_needs(make_engine: EngineFactory, w
     assert every and all((c.record_id, c.content_hash, c.title, c.heading) in plan._TERM_CACHE for c in every)
     # The words most pages hold are read ahead, the warm-up question's or not ("forages" is in none of its words).
     assert {'"forages"', '"dusk"'} <= set(store._word_cache.found(['"forages"', '"dusk"', '"marmot"']))
+
+
+def test_warm_up_reads_ahead_no_more_matches_than_its_bound(make_engine: EngineFactory, write_corpus: CorpusWriter,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The common words are read ahead, most common first (ties alphabetically), only up to WARM_WORD_MATCHES
+    matches: "dusk" (14 pages) fits in 14, not beside "forages" (14 more), and nothing fits in 13."""
+    import evidex.engine as engine_module
+
+    pages = {f"{a}.md": f"# The {a}\n\nThe {a} forages at dusk.\n" for a in
+             ["marmot", "quokka", "wombat", "tapir", "okapi", "dugong", "pangolin", "axolotl", "numbat", "kakapo",
+              "gharial", "saola", "fossa", "dhole"]}
+    corpus = write_corpus(pages)
+    for bound, expected in ((14, {'"dusk"'}), (13, set())):
+        monkeypatch.setattr(engine_module, "WARM_WORD_MATCHES", bound)
+        engine = make_engine()
+        engine.ingest([corpus])
+        engine.warm_up()
+        assert isinstance(engine.store, SqliteStore)
+        assert set(engine.store._word_cache.found(['"forages"', '"dusk"'])) == expected, bound
+        engine.close()
 
 
 def test_settle_heap_freezes_what_is_alive_and_collects_young_objects_less_often() -> None:

@@ -61,7 +61,8 @@ VERIFICATIONS_FILE = "verifications.sqlite"
 _SNAPSHOT_ATTEMPTS = 3  # runs of one search before a stream of commits is reported instead
 WARM_UP_QUERY = "How are access keys rotated, and who may read them?"
 WARM_TERM_SETS_MAX = 20_000  # chunks whose term sets a warm-up computes: about 1 s and 20 MB
-WARM_WORDS = 2_000  # the words most chunks hold, whose sparse matches a warm-up reads
+WARM_WORDS = 2_000  # the words most chunks hold, whose sparse matches a warm-up reads...
+WARM_WORD_MATCHES = 1_000_000  # ...up to about this many matches (16 MB, half the SQLite store's word cache)
 YOUNG_COLLECTION_THRESHOLD = 10_000  # allocations between collections of young objects (CPython's default: 700)
 
 
@@ -77,6 +78,22 @@ def settle_heap() -> None:
     gc.freeze()
     young, middle, old = gc.get_threshold()
     gc.set_threshold(max(young, YOUNG_COLLECTION_THRESHOLD), middle, old)
+
+
+def common_words(chunks: Iterable[Chunk]) -> list[str]:
+    """The WARM_WORDS words most chunks hold (ties in alphabetical order), as many as keep their matches (a word's
+    chunks: about the rows of its matches) within WARM_WORD_MATCHES."""
+    held_by: Counter[str] = Counter()
+    for chunk in chunks:
+        held_by.update(set(tokens(chunk.title)).union(tokens(chunk.text)))
+    words: list[str] = []
+    matches = 0
+    for word, held in sorted(held_by.items(), key=lambda kv: (-kv[1], kv[0]))[:WARM_WORDS]:
+        matches += held
+        if matches > WARM_WORD_MATCHES:
+            break
+        words.append(word)
+    return words
 
 
 def ready_to_serve(engine: Engine) -> None:
@@ -243,18 +260,17 @@ class Engine:
         """Load what a first search would (the model, the pipeline's parts, the index snapshot, the words of a
         question) and, on an index of at most WARM_TERM_SETS_MAX chunks, every chunk's term set (a search
         computes it for each chunk it meets first: ~150 per k8s question, 5 ms; all 3,563 k8s chunks take
-        0.2 s and 3 MB) and the sparse matches of the WARM_WORDS words most chunks hold (a search reads a
-        word's matches the first time it meets the word, and a common word's are the long reads: k8s, 0.5 s
-        and ~3 MB). A server's first requests then cost what later ones do. An index that cannot be searched
-        (written with another model) is left to fail on the request, where the caller reads why."""
+        0.2 s and 3 MB) and the sparse matches of its most common words (`common_words`: a search reads a
+        word's matches the first time it meets the word, and a common word's are the long reads; on k8s
+        0.4-1.1 s and 4.8 MB). A server's first requests then cost what later ones do. An index that cannot
+        be searched (written with another model) is left to fail on the request, where the caller reads why."""
         with contextlib.suppress(EvidexError):
             self.run(SearchRequest(query=WARM_UP_QUERY))
             if self.store.stats()["chunks"] <= WARM_TERM_SETS_MAX:
-                held_by: Counter[str] = Counter()
-                for chunk in self.store.all_chunks():
+                chunks = self.store.all_chunks()
+                for chunk in chunks:
                     chunk_terms(chunk)
-                    held_by.update(set(tokens(chunk.title)).union(tokens(chunk.text)))
-                self.store.read_ahead([word for word, _ in held_by.most_common(WARM_WORDS)])
+                self.store.read_ahead(common_words(chunks))
 
     def default_principal(self) -> Principal:
         g = self.config.gate
