@@ -324,6 +324,20 @@ class StoreContract:
         # A trailing * is not a prefix query.
         assert store.search_sparse("kuber*", 10) == []
 
+    def test_reading_ahead_changes_no_search(self, store: Store) -> None:
+        """`read_ahead` is a warm-up hint: words the index holds, words it does not, hostile text and nothing at
+        all are taken, and every search after it gives what it gave before, score for score."""
+        self.commit_corpus(store)
+        store.read_ahead([])
+        store.read_ahead(["snapshot", "traffic", "quokka", 'text:"x" OR *', "kubernetes"])
+        assert _ids(store.search_sparse("snapshot", 10)) == ["etcd#0"]  # as the searches above find them
+        assert _ids(store.search_sparse("traffic quokka", 10)) == ["net#0"]
+        assert _ids(store.search_sparse("kubernetes", 10, title_only=True)) == ["kube#0"]
+        queries = ("pods ingress", "snapshot backups", "kubernetes quokka")
+        before = [store.search_sparse(q, 10) for q in queries]
+        store.read_ahead(["pods", "ingress", "backups"])
+        assert [store.search_sparse(q, 10) for q in queries] == before
+
     @pytest.mark.parametrize("query", ["", "   ", "the of and", "?!", "what is it"])
     def test_sparse_search_empty_or_stopword_query_is_empty(self, store: Store, query: str) -> None:
         self.commit_corpus(store)
