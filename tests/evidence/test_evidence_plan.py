@@ -66,20 +66,6 @@ def test_multi_word_names(question: str, aspects: tuple[str, ...]) -> None:
     assert auto_plan(question).aspects == aspects
 
 
-def test_a_compound_name_is_an_aspect_beside_the_clause_that_holds_it() -> None:
-    """"StatefulSet" names one thing as precisely as "Tidepool Proxy": the clause holding it does not make it
-    redundant (its titled page is its evidence), while a plain capitalised word inside a clause stays redundant."""
-    question = ("We run the ledger as a StatefulSet with Tidepool disks, one member per zone. "
-                "How do members start in order, and how are their disks spread?")
-    plan = auto_plan(question, max_aspects=6)
-    assert plan.aspects[0] == "StatefulSet"
-    assert plan.families[0].entity
-    assert "We run the ledger as a StatefulSet with Tidepool disks" in plan.aspects
-    assert "Tidepool" not in plan.aspects
-    # An acronym is no compound: "API" stays inside its clause.
-    assert "API" not in auto_plan("Why are API objects unencrypted in etcd, and how do we encrypt them?").aspects
-
-
 def test_sentence_start_word_is_not_a_name() -> None:
     assert auto_plan("Rotate the Vaultline key").aspects == ("Vaultline",)
     assert auto_plan("Restart pods quickly.").source is PlanSource.NONE

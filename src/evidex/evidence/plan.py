@@ -448,8 +448,8 @@ def _split_conjoined(span: str) -> list[str]:
 
 
 def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
-    """Aspects from the question alone, most specific first: identifiers and quoted strings, multi-word and
-    compound ("StatefulSet") names, then sub-questions, then the other single-word names."""
+    """Aspects from the question alone, most specific first: identifiers and quoted strings, multi-word
+    names, then sub-questions, then single-word names."""
     code = [m.group(1).strip() for m in _CODE.finditer(question)]
     identifiers = [*code, *(m.group(1).strip() for m in _QUOTED.finditer(question))]
     plain = _QUOTED.sub(" ", _CODE.sub(" ", question))
@@ -463,9 +463,6 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     # A lone letter or number ("T cells", "type 1 diabetes") names nothing on its own, nor does a measurement
     # ("5mmol/L", "512Mi", "30s"): evidence is about a thing, not a value.
     single = [n for n in names if len(n.split()) == 1 and len(n) > 1 and not n.isdigit() and not is_quantity(n)]
-    # A word of capitalised parts ("StatefulSet", "ConfigMap", "PowerShell") names one thing as precisely as a
-    # multi-word name, so a clause holding it does not stand in for it: the page it titles is its evidence.
-    compound = [n for n in single if _CAMEL_HUMP.search(n)]
     parts = sub_questions(plain)
     clauses = parts if len(parts) > 1 else []
     unique: list[str] = []
@@ -473,7 +470,7 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     entities = {*identifiers, *multi, *single}
     # The most specific first, so a compound ("shop.app") makes its parts ("app", "shop") redundant.
     identifiers = sorted(identifiers, key=lambda a: -len(terms(a)))
-    for a in [*identifiers, *multi, *compound, *clauses, *single]:
+    for a in [*identifiers, *multi, *clauses, *single]:
         t = frozenset(terms(a))
         if not t or any(t <= s for s in seen_terms):  # nothing new: already an obligation
             continue
