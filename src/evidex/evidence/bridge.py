@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from evidex.evidence.plan import RequiredFamily, entity_spans, sentences, spelled_apart, terms
 from evidex.stores.protocol import Store
@@ -101,8 +102,14 @@ def bare_title(title: str) -> str:
 def named(candidate: Candidate, entity: str) -> bool:
     """The candidate's page is named by the entity itself: its bare title has exactly the entity's terms, or
     those of its words spelled apart ("StorageClass" names the page "Storage Classes")."""
-    title = set(terms(bare_title(candidate.chunk.title)))
-    return bool(title) and title in (set(terms(entity)), set(terms(spelled_apart(entity))))
+    title = frozenset(terms(bare_title(candidate.chunk.title)))
+    return bool(title) and title in _name_terms(entity)
+
+
+@lru_cache(maxsize=1024)
+def _name_terms(entity: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The terms of a name as written and spelled apart: computed once per name, not per candidate tested."""
+    return frozenset(terms(entity)), frozenset(terms(spelled_apart(entity)))
 
 
 def titled(candidate: Candidate, entity: str) -> bool:
