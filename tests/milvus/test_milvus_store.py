@@ -249,6 +249,24 @@ def is_status(write: dict[str, Any], status: str) -> bool:
     return any(row.get("kind") == "batch" and row.get("status") == status for row in write.get("data", []))
 
 
+def test_equal_scores_rank_in_the_order_written_however_milvus_lays_out_its_segments(
+        open_store: Callable[..., MilvusStore]) -> None:
+    """Milvus returns equal scores in the order of its segments, and a rewritten row (retired, then restored
+    by a rollback) moves to the newest one once its first version is sealed (a server seals growing rows on
+    its own; here a flush does). Two tied chunks had swapped places; they rank as SQLite ranks them, in the
+    order first written."""
+    store = open_store()
+    store.commit_batch(batch("b1", document([make_chunk("A", 0, "shared words here")], [axis(1)]),
+                             document([make_chunk("B", 0, "shared words here")], [axis(1)])))
+    before = (store.search_dense(axis(1), 10), store.search_sparse("shared words", 10))
+    store._client.flush(store.collection)
+    store.commit_batch(batch("b2", document([make_chunk("A", 0, "new words", record_id="A#0-new")], [axis(2)])))
+    store.rollback()
+    after = (store.search_dense(axis(1), 10), store.search_sparse("shared words", 10))
+    assert [h.record_id for h in before[0]] == [h.record_id for h in before[1]] == ["A#0", "B#0"]
+    assert [h.record_id for h in after[0]] == [h.record_id for h in after[1]] == ["A#0", "B#0"]
+
+
 def test_every_crash_point_of_a_commit_is_repaired_on_open(open_store: Callable[..., MilvusStore],
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     reference = open_store()
@@ -547,6 +565,35 @@ def test_a_lite_file_held_by_another_process_says_so(tmp_path: Path, capfd: pyte
         assert "Traceback" not in capfd.readouterr().err
     finally:
         holder.communicate("", timeout=60)
+
+
+def test_closing_the_last_store_on_a_lite_file_stops_its_server(tmp_path: Path) -> None:
+    """Milvus Lite serves a file from the process that opens it and searches the rows that server wrote without
+    their index; closing the process's last store on the file stops the server, so an engine opened again
+    searches them indexed, and another process (`evidex serve` after an ingest) may open the file. A store
+    still open keeps it running."""
+    import subprocess
+
+    uri = str(tmp_path / "lite.db")
+    count = ("import sys; from evidex.stores.milvus import MilvusStore; "
+             "s = MilvusStore(sys.argv[1], collection='c', dim=int(sys.argv[2])); print(len(s.all_chunks()))")
+
+    def chunks_seen_by_another_process() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", count, uri, str(DIM)], capture_output=True, text=True,
+                              timeout=120)
+
+    first, second = MilvusStore(uri, collection="c", dim=DIM), MilvusStore(uri, collection="c", dim=DIM)
+    first_batch(first)
+    first.close()
+    first.close()  # a second close changes nothing
+    assert len(second.all_chunks()) == 3  # the server still runs for the store left open
+    held = chunks_seen_by_another_process()
+    assert held.returncode != 0 and "in use by another process" in held.stderr
+    second.close()
+    assert chunks_seen_by_another_process().stdout.strip() == "3"
+    reopened = MilvusStore(uri, collection="c", dim=DIM)  # a new server in this process
+    assert [h.record_id for h in reopened.search_sparse("alpha", 10)] == ["A#0", "A#1"]
+    reopened.close()
 
 
 def test_the_snapshot_id_moves_before_a_batch_or_rollback_touches_rows(open_store: Callable[..., MilvusStore],
