@@ -17,35 +17,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from evidex.config import load_config
 from evidex.engine import Engine
+from evidex.evaluation.measure import p50_ms
 from evidex.pipeline import SearchRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "src" / "evidex" / "sample"
 
 
-def _p50_ms(run: Callable[[str], object], questions: list[str]) -> float:
-    spent = []
-    for q in questions:
-        started = time.perf_counter()
-        run(q)
-        spent.append((time.perf_counter() - started) * 1000)
-    return statistics.median(spent)
-
-
 def measure(engine: Engine, questions: list[str], label: str) -> None:
     store = engine.store
     vectors = {q: engine.encode_query(q) for q in questions}
-    dense = _p50_ms(lambda q: store.search_dense(vectors[q], 60), questions)
-    sparse = _p50_ms(lambda q: store.search_sparse(q, 60), questions)
-    full = _p50_ms(lambda q: engine.result_of(engine.run(SearchRequest(query=q))), questions)
+    dense = p50_ms(lambda q: store.search_dense(vectors[q], 60), questions)
+    sparse = p50_ms(lambda q: store.search_sparse(q, 60), questions)
+    full = p50_ms(lambda q: engine.result_of(engine.run(SearchRequest(query=q))), questions)
     print(f"{label:>16}: dense p50 {dense:7.1f} ms   BM25 p50 {sparse:7.1f} ms   full pipeline p50 {full:7.1f} ms")
 
 

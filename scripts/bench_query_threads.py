@@ -26,6 +26,7 @@ from evidex.config import load_config
 from evidex.embedding import default_model_dir, onnx_cache_dir
 from evidex.embedding.onnx import OnnxEmbedder
 from evidex.engine import Engine, configured_embedder
+from evidex.evaluation.measure import p50_ms
 from evidex.evaluation.runner import open_eval_engine
 from evidex.pipeline import SearchRequest
 
@@ -50,15 +51,6 @@ def busy(cores: int) -> Iterator[None]:
         stop.set()
         for w in workers:
             w.join()
-
-
-def p50_ms(run: Callable[[str], object], texts: Sequence[str]) -> float:
-    took = []
-    for text in texts:
-        started = time.perf_counter()
-        run(text)
-        took.append((time.perf_counter() - started) * 1000)
-    return statistics.median(took)
 
 
 def alternated(runs: dict[int, Callable[[str], object]], texts: Sequence[str], rounds: int) -> dict[int, float]:

@@ -8,7 +8,8 @@ import platform
 import resource
 import statistics
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evidex.evaluation.metrics import percentile
@@ -23,6 +24,16 @@ def ms_stats(values: Sequence[float], cpu: Sequence[float] | None = None) -> dic
         out["cpu_p50_ms"] = round(percentile(cpu, 50), 3)
         out["cpu_p95_ms"] = round(percentile(cpu, 95), 3)
     return out
+
+
+def p50_ms(run: Callable[[str], object], texts: Sequence[str]) -> float:
+    """The median wall-clock time of `run` on each of `texts`, in turn, in milliseconds."""
+    took = []
+    for text in texts:
+        started = time.perf_counter()
+        run(text)
+        took.append((time.perf_counter() - started) * 1000)
+    return statistics.median(took)
 
 
 def rss_mb() -> float:
