@@ -266,7 +266,7 @@ class Engine:
         be searched (written with another model) is left to fail on the request, where the caller reads why."""
         with contextlib.suppress(EvidexError):
             self.run(SearchRequest(query=WARM_UP_QUERY))
-            if self.store.stats()["chunks"] <= WARM_TERM_SETS_MAX:
+            if self.store.chunk_count() <= WARM_TERM_SETS_MAX:
                 chunks = self.store.all_chunks()
                 for chunk in chunks:
                     chunk_terms(chunk)

@@ -808,6 +808,9 @@ class MilvusStore:
         state = self._state()
         return f"g{state['generation']}-{state['last'] or 'empty'}"
 
+    def chunk_count(self) -> int:
+        return int(self._query(self.collection, 'retired_by == ""', ["count(*)"])[0]["count(*)"])
+
     def stats(self) -> dict[str, Any]:
         docs: set[str] = set()
         families: dict[str, int] = {}

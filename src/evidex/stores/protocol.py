@@ -108,6 +108,11 @@ class Store(Protocol):
     def stats(self) -> dict[str, Any]:
         ...
 
+    def chunk_count(self) -> int:
+        """The live chunks (`stats()["chunks"]`), counted without reading them: a server's warm-up asks, and on
+        Milvus `stats()` reads every live row."""
+        ...
+
     def close(self) -> None:
         ...
 

@@ -548,6 +548,10 @@ class SqliteStore:
                 "SELECT batch_id FROM batches WHERE status='committed' ORDER BY seq DESC LIMIT 1").fetchone()
         return f"g{generation}-{last[0] if last else 'empty'}"
 
+    def chunk_count(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM records WHERE retired_by IS NULL").fetchone()[0])
+
     def stats(self) -> dict[str, Any]:
         with self._lock:
             one = self._db.execute

@@ -397,7 +397,7 @@ class StoreContract:
         assert _ids(store.search_sparse("modern", 10)) == ["A#1-new"]
         dense = _ids(store.search_dense(axis(1), 10))
         assert sorted(dense) == ["A#0", "A#1-new", "B#0"]  # no retired chunk, no duplicate
-        assert (store.stats()["documents"], store.stats()["chunks"]) == (2, 3)
+        assert (store.stats()["documents"], store.stats()["chunks"], store.chunk_count()) == (2, 3, 3)
 
     def test_all_chunks_are_the_live_chunks_in_the_order_written(self, store: Store) -> None:
         assert store.all_chunks() == []
@@ -405,6 +405,19 @@ class StoreContract:
         assert store.all_chunks() == [after[2], after[0], after[1]]  # B#0 (b1), then what b2 wrote
         store.rollback()
         assert store.all_chunks() == before
+
+    def test_chunk_count_is_the_number_of_live_chunks(self, store: Store) -> None:
+        """Without reading them (a warm-up asks), through a replacement, an emptied document and rollbacks."""
+        counts = [store.chunk_count()]
+        self.replace_scenario(store)  # b1 writes 3 chunks; b2 rewrites A's 2, retiring one
+        counts.append(store.chunk_count())
+        store.commit_batch(batch("b3", DocumentWrite("B", "B.md", "h-empty", (), np.zeros((0, DIM), np.float32))))
+        counts.append(store.chunk_count())
+        assert store.chunk_count() == store.stats()["chunks"] == len(store.all_chunks())
+        store.rollback()
+        store.rollback()
+        counts.append(store.chunk_count())
+        assert counts == [0, 3, 2, 3]
 
     # ---- rollback --------------------------------------------------------------------------------------
     def test_rollback_of_last_batch_restores_replaced_chunks_exactly(self, store: Store) -> None:
