@@ -33,6 +33,11 @@ $E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-3/questions.jsonl --pi
   --json "$OUT/k8s-blind-3-auto.json" | tee "$OUT/k8s-blind-3-auto.txt"
 $E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-3/questions.jsonl --pipelines hybrid,full --plan oracle \
   --json "$OUT/k8s-blind-3-oracle.json" | tee "$OUT/k8s-blind-3-oracle.txt"
+# A fourth (eval/k8s-blind-4/README.md).
+$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-4/questions.jsonl --pipelines "$P" --plan auto \
+  --json "$OUT/k8s-blind-4-auto.json" | tee "$OUT/k8s-blind-4-auto.txt"
+$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-4/questions.jsonl --pipelines hybrid,full --plan oracle \
+  --json "$OUT/k8s-blind-4-oracle.json" | tee "$OUT/k8s-blind-4-oracle.txt"
 $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --metadata "$D/k8s/overlay.jsonl" \
   --principal-labels engineering-read --retrieved-at 2026-11-30T00:00:00Z --pipelines hybrid,full \
   --json "$OUT/k8s-gate.json" | tee "$OUT/k8s-gate.txt"
