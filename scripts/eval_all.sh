@@ -33,11 +33,13 @@ $E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-3/questions.jsonl --pi
   --json "$OUT/k8s-blind-3-auto.json" | tee "$OUT/k8s-blind-3-auto.txt"
 $E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-3/questions.jsonl --pipelines hybrid,full --plan oracle \
   --json "$OUT/k8s-blind-3-oracle.json" | tee "$OUT/k8s-blind-3-oracle.txt"
-# A fourth (eval/k8s-blind-4/README.md).
-$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-4/questions.jsonl --pipelines "$P" --plan auto \
-  --json "$OUT/k8s-blind-4-auto.json" | tee "$OUT/k8s-blind-4-auto.txt"
-$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-4/questions.jsonl --pipelines hybrid,full --plan oracle \
-  --json "$OUT/k8s-blind-4-oracle.json" | tee "$OUT/k8s-blind-4-oracle.txt"
+# A fourth and a fifth (eval/k8s-blind-4/README.md, eval/k8s-blind-5/README.md).
+for set in k8s-blind-4 k8s-blind-5; do
+  $E eval --corpus "$D/k8s/docs" --questions "eval/$set/questions.jsonl" --pipelines "$P" --plan auto \
+    --json "$OUT/$set-auto.json" | tee "$OUT/$set-auto.txt"
+  $E eval --corpus "$D/k8s/docs" --questions "eval/$set/questions.jsonl" --pipelines hybrid,full --plan oracle \
+    --json "$OUT/$set-oracle.json" | tee "$OUT/$set-oracle.txt"
+done
 $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --metadata "$D/k8s/overlay.jsonl" \
   --principal-labels engineering-read --retrieved-at 2026-11-30T00:00:00Z --pipelines hybrid,full \
   --json "$OUT/k8s-gate.json" | tee "$OUT/k8s-gate.txt"
