@@ -561,7 +561,7 @@ class SqliteStore:
                 "snapshot_id": self.snapshot_id(),
                 "documents": one("SELECT COUNT(DISTINCT doc_id) FROM records WHERE retired_by IS NULL"
                                  ).fetchone()[0],
-                "chunks": one("SELECT COUNT(*) FROM records WHERE retired_by IS NULL").fetchone()[0],
+                "chunks": self.chunk_count(),
                 "retired_chunks": one("SELECT COUNT(*) FROM records WHERE retired_by IS NOT NULL").fetchone()[0],
                 "batches": one("SELECT COUNT(*) FROM batches WHERE status='committed'").fetchone()[0],
                 "rolled_back_batches": one("SELECT COUNT(*) FROM batches WHERE status='rolled-back'").fetchone()[0],
