@@ -145,12 +145,13 @@ def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | No
                  ingest_run.ingest_code_fingerprint()]
     key = hashlib.sha256("|".join(key_parts).encode()).hexdigest()[:16]
     index_dir = config.cache_dir / "eval" / key
-    engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder)
+    indexed = config.replace(index={"path": str(index_dir)})
+    engine = Engine.open(indexed, embedder=embedder)
     if engine.store.embedding_model() not in (None, embedder.model_id):  # recorded under an older naming
         log(f"rebuilding evaluation index {index_dir}: it names its model {engine.store.embedding_model()}")
         engine.close()
         shutil.rmtree(index_dir)
-        engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder)
+        engine = Engine.open(indexed, embedder=embedder)
     if not (index_dir / READY_MARKER).exists():
         log(f"building evaluation index in {index_dir}")
         report = engine.ingest(list(corpus), metadata=metadata, label="eval", progress=progress)
@@ -161,7 +162,7 @@ def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | No
         # wrote without their index (on k8s a full pipeline question took 3.8 s, against 0.21 s once opened
         # again: scripts/bench_milvus_fresh.py); closing the engine stops that server.
         engine.close()
-        engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder)
+        engine = Engine.open(indexed, embedder=embedder)
     else:
         log(f"reusing evaluation index {index_dir}")
         os.utime(index_dir / READY_MARKER)
