@@ -170,6 +170,23 @@ def test_over_the_cap_the_asks_come_before_the_scene() -> None:
     assert auto_plan(question, max_aspects=6).aspects[0] == "We added eight storage nodes"
 
 
+def test_over_the_cap_a_name_outlives_the_scene_clause_that_held_it() -> None:
+    """The scene is cut before the asks, but a name in it is kept on its own, ahead of the asks: "DaemonSet" is
+    the most specific thing the question says about the workload."""
+    question = ("We need a log-forwarder DaemonSet on every Windows node that reads host event logs. "
+                "Windows lacks privileged containers, so how do we give it host access, which built-in account "
+                "should it use, and which Pod Security level is needed?")
+    for cap in (2, 3, 4, 5):
+        plan = auto_plan(question, max_aspects=cap)
+        assert {"Pod Security", "DaemonSet"} <= set(plan.aspects)
+        assert not any("log-forwarder" in a for a in plan.aspects)
+        assert next(f for f in plan.families if f.name == "DaemonSet").entity
+    # With room for it, the scene clause stays and carries its name.
+    roomy = auto_plan(question, max_aspects=6).aspects
+    assert "DaemonSet" not in roomy
+    assert any("log-forwarder DaemonSet" in a for a in roomy)
+
+
 def test_an_abbreviation_is_not_an_identifier() -> None:
     plan = auto_plan("Which limits apply to a pod (e.g. CPU) and how do quotas count them?")
     assert not any(a.lower().startswith("e.g") for a in plan.aspects)

@@ -477,16 +477,33 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
         unique.append(a)
         seen_terms.append(t)
     if len(unique) > max_aspects:
-        # More aspects than obligations allowed: what the question asks comes before the scene it sets ("We added
-        # eight GPU nodes, a mix of A100s and T4s. How do we reserve them, ...?"), each kept in the question's order.
-        asked = {p for sentence in sentences(plain) if _ASKS.search(sentence) for p in sub_questions(sentence)}
-        scene = [a in clauses and a not in asked for a in unique]
-        keep = sorted(sorted(range(len(unique)), key=lambda i: (scene[i], i))[:max_aspects])
-        unique = [unique[i] for i in keep]
+        unique = _within_cap(unique, clauses, [*multi, *single], plain, max_aspects)
     families = tuple(RequiredFamily(name=a, rescue_query=a, aspect_terms=terms(a), entity=a in entities,
                                     verbatim=a in verbatim) for a in unique)
     source = PlanSource.AUTO if families else PlanSource.NONE
     return EvidencePlan(families=families, aspects=tuple(unique), source=source, chained=is_chained(question))
+
+
+def _within_cap(aspects: list[str], clauses: list[str], names: list[str], question: str, cap: int) -> list[str]:
+    """The `cap` aspects to keep of more: what the question names first, then what it asks, then the scene it sets
+    ("We added eight GPU nodes, a mix of A100s and T4s. How do we reserve them, ...?"). A name only a cut scene
+    clause held comes back on its own, after the other names ("We need a log-forwarder DaemonSet on every Windows
+    node that ...": the scene goes, "DaemonSet" stays). Kept in the order of `aspects`, freed names last."""
+    asked = {p for sentence in sentences(question) if _ASKS.search(sentence) for p in sub_questions(sentence)}
+    scene = [a for a in aspects if a in clauses and a not in asked]
+    held = [frozenset(terms(a)) for a in aspects if a not in scene]
+    freed: list[str] = []
+    for name in names:
+        t = frozenset(terms(name))
+        if t and name not in aspects and not any(t <= h for h in held):
+            freed.append(name)
+            held.append(t)
+    named = [a for a in aspects if a not in clauses]
+    chosen = [*named, *freed, *(a for a in aspects if a in clauses and a not in scene), *scene][:cap]
+    kept_scene = [frozenset(terms(a)) for a in chosen if a in scene]
+    # A scene clause that stays still holds its names: they need no obligation of their own.
+    return [a for a in [*aspects, *freed] if a in chosen and not (a in freed and any(
+        frozenset(terms(a)) <= s for s in kept_scene))]
 
 
 _RELATIVE = re.compile(r"\b(?:who|whom|whose|where|which|that|when)\b|\bof\s+(?:the|a|an)\b", re.I)
