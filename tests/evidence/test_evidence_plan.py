@@ -25,6 +25,7 @@ from evidex.evidence.plan import (
     is_quantity,
     plan_from_dict,
     plan_question,
+    quoted_strings,
     stem,
     sub_questions,
     terms,
@@ -185,6 +186,16 @@ def test_over_the_cap_a_name_outlives_the_scene_clause_that_held_it() -> None:
     roomy = auto_plan(question, max_aspects=6).aspects
     assert "DaemonSet" not in roomy
     assert any("log-forwarder DaemonSet" in a for a in roomy)
+
+
+def test_a_single_quoted_message_is_an_aspect_but_an_apostrophe_quotes_nothing() -> None:
+    plan = auto_plan("After the outage the CronJob never ran again ('Too many missed start time'), and the Job's "
+                     "pods keep failing. How do we fix it?")
+    assert "Too many missed start time" in plan.aspects
+    assert "Too" not in plan.aspects
+    assert quoted_strings("the peers' names and the Job's retries") == []
+    assert quoted_strings("it said \u2018insufficient cpu\u2019 and 'no nodes available'") == [
+        "insufficient cpu", "no nodes available"]
 
 
 def test_an_abbreviation_is_not_an_identifier() -> None:

@@ -345,7 +345,13 @@ class EvidencePlan:
 
 # ---- automatic planning ----------------------------------------------------------------------------
 _CODE = re.compile(r"`([^`]{2,80})`")
-_QUOTED = re.compile(r"[\"“]([^\"”]{3,80})[\"”]")
+# A quoted string: in double quotes, or in single quotes that no letter touches on the outside (an apostrophe
+# does: "the Job's retries", "peers' names"), an error message such as ('Too many missed start time').
+_QUOTED = re.compile(r"[\"“]([^\"”]{3,80})[\"”]|(?<!\w)['‘]([^'’\"”\n]{3,80})['’](?!\w)")
+
+
+def quoted_strings(text: str) -> list[str]:
+    return [m.group(1) or m.group(2) for m in _QUOTED.finditer(text)]
 _IDENT = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]+|[a-z]+[A-Z]\w*|[A-Z]{2,}_[A-Z_0-9]+|\w+[._]\w+(?:[._]\w+)*)")
 _CONNECTORS = {"of", "and", "the", "de", "in", "on", "for", "la", "le", "von", "van", "der", "&", "du", "del"}
 # A full stop ends a sentence, but not after an initial ("Harris W. Fawell", "U.S.") or a short title.
@@ -451,7 +457,7 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
     """Aspects from the question alone, most specific first: identifiers and quoted strings, multi-word
     names, then sub-questions, then single-word names."""
     code = [m.group(1).strip() for m in _CODE.finditer(question)]
-    identifiers = [*code, *(m.group(1).strip() for m in _QUOTED.finditer(question))]
+    identifiers = [*code, *(q.strip() for q in quoted_strings(question))]
     plain = _QUOTED.sub(" ", _CODE.sub(" ", question))
     named = [m.group(1) for m in _IDENT.finditer(plain)
              if not m.group(1).replace(".", "").isdigit() and not is_abbreviation(m.group(1))]
@@ -561,7 +567,7 @@ def described_phrases(question: str) -> list[str]:
     in when he died")."""
     # A quoted string or code span names something as surely as a capitalised one ("the country whose ccTLD
     # was ".cs"").
-    names = [*entity_spans(question), *(m.group(1) for p in (_CODE, _QUOTED) for m in p.finditer(question))]
+    names = [*entity_spans(question), *(m.group(1) for m in _CODE.finditer(question)), *quoted_strings(question)]
     found: list[str] = []
     for m in _descriptions(question):
         start = m.start()
