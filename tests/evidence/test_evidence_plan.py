@@ -102,6 +102,14 @@ def test_a_measurement_is_not_an_aspect() -> None:
     assert "3M" in auto_plan("Who founded 3M?").aspects
 
 
+def test_a_number_after_a_connector_is_not_part_of_a_name() -> None:
+    assert entity_spans("Which team won in München in 1930?")[0] == "München"
+    assert entity_spans("Our Indexed Job of 200 shards fails.")[0] == "Our Indexed Job"
+    assert entity_spans("Was the Random House Tower and 888 7th Avenue built first?") == [
+        "Random House Tower", "888 7th Avenue"]
+    assert entity_spans("Who starred in Sons of Anarchy?") == ["Sons of Anarchy"]
+
+
 def test_the_pronoun_i_does_not_make_a_sentence_start_a_name() -> None:
     assert entity_spans("After I applied a default-deny NetworkPolicy, lookups failed.") == ["NetworkPolicy"]
     assert entity_spans("Since I moved the Tidepool Proxy nothing works.") == ["Tidepool Proxy"]

@@ -402,7 +402,9 @@ def _sentence_spans(sentence: str) -> list[str]:
         if capital and sentence_start and not current and not next_capital and not special:
             capital = False
         is_name = capital and not (sentence_start and clean.lower() in _QUESTION_WORDS)
-        joins_names = bool(current) and clean.lower() in _CONNECTORS and next_capital  # "Kiss and Tell"
+        # "Kiss and Tell", but not "Indexed Job of 200 shards", "München in 1930": a number after a connector is
+        # not part of the name.
+        joins_names = bool(current) and clean.lower() in _CONNECTORS and next_capital and not following[:1].isdigit()
         if is_name or joins_names:
             current.append(clean)
         else:
