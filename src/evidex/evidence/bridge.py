@@ -66,7 +66,7 @@ def context_search(store: Store, question: str, sources: Sequence[Candidate], *,
 
 def bridge_entities(question: str, top: Sequence[Candidate], max_entities: int) -> list[tuple[str, str]]:
     """(name, record id it came from): names in the top candidates that add something to the question."""
-    q_terms = set(terms(question))
+    q_terms = frozenset(terms(question))
     seen: list[frozenset[str]] = []
     out: list[tuple[str, str]] = []
     for c in top:
@@ -84,14 +84,16 @@ def bridge_entities(question: str, top: Sequence[Candidate], max_entities: int) 
     return out
 
 
-def _names_by_relevance(text: str, q_terms: set[str]) -> list[str]:
+@lru_cache(maxsize=256)
+def _names_by_relevance(text: str, q_terms: frozenset[str]) -> tuple[str, ...]:
     """The names of `text`, those in sentences sharing more of the question's terms first (in text order
-    otherwise): the sentence that answers the question names the next hop."""
+    otherwise): the sentence that answers the question names the next hop. Cached: a nested question's
+    names are read by the bridge and again by `context_search`, from the same leading evidence."""
     scored: list[tuple[int, int, int, str]] = []
     for i, sentence in enumerate(sentences(text)):
         overlap = len(q_terms & set(terms(sentence)))
         scored.extend((-overlap, i, j, name) for j, name in enumerate(entity_spans(sentence)))
-    return [name for *_, name in sorted(scored)]
+    return tuple(name for *_, name in sorted(scored))
 
 
 def bare_title(title: str) -> str:
