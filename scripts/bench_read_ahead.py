@@ -1,7 +1,7 @@
 """What reading the common words' sparse matches at warm-up (`Engine.warm_up`, `Store.read_ahead`) saves a
 search that meets its words for the first time, as every question of a lone `evidex eval` does.
 
-    python scripts/bench_read_ahead.py [--data ../shared/data] [--sets k8s k8s-blind ... k8s-blind-5]
+    python scripts/bench_read_ahead.py [--data ../shared/data] [--sets k8s k8s-blind ... k8s-blind-6]
 
 Two engines on one k8s index in one process, sharing one model: `ahead` warms up as servers and evaluations
 do; `cold` warms up the same way but reads no words ahead. Each question runs on both back to back, the order
@@ -28,7 +28,8 @@ SETS = {"k8s": "{data}/k8s/questions.jsonl", "k8s-blind": str(ROOT / "eval/k8s-b
         "k8s-blind-2": str(ROOT / "eval/k8s-blind-2/questions.jsonl"),
         "k8s-blind-3": str(ROOT / "eval/k8s-blind-3/questions.jsonl"),
         "k8s-blind-4": str(ROOT / "eval/k8s-blind-4/questions.jsonl"),
-        "k8s-blind-5": str(ROOT / "eval/k8s-blind-5/questions.jsonl")}
+        "k8s-blind-5": str(ROOT / "eval/k8s-blind-5/questions.jsonl"),
+        "k8s-blind-6": str(ROOT / "eval/k8s-blind-6/questions.jsonl")}
 
 
 def _timed(engine: Engine, question: str) -> float:

@@ -3,7 +3,7 @@ the evidence the first answer missed?
 
     .venv/bin/python scripts/eval_agent.py [--data ../shared/data] [--rounds 3]
 
-Also on our blind k8s questions (eval/k8s-blind and -2 to -5, over the shared k8s pages).
+Also on our blind k8s questions (eval/k8s-blind and -2 to -6, over the shared k8s pages).
 
 For each question: the loop's first round alone versus the evidence of every round together (an agent keeps
 what each round adds), as family recall@10 per round-1 context and over the union; how many questions a
@@ -46,7 +46,7 @@ def main() -> None:
     config = load_config()
     blind = [DevSet(name, (args.data / "k8s" / "docs",),
                     Path(__file__).resolve().parents[1] / "eval" / name / "questions.jsonl")
-             for name in ("k8s-blind", *(f"k8s-blind-{n}" for n in range(2, 6)))]
+             for name in ("k8s-blind", *(f"k8s-blind-{n}" for n in range(2, 7)))]
     for dev in [*dev_sets(args.data), *blind]:
         if dev.qrels_file is not None:
             continue  # a BEIR set has no evidence families to complete

@@ -33,8 +33,8 @@ $E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-3/questions.jsonl --pi
   --json "$OUT/k8s-blind-3-auto.json" | tee "$OUT/k8s-blind-3-auto.txt"
 $E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-3/questions.jsonl --pipelines hybrid,full --plan oracle \
   --json "$OUT/k8s-blind-3-oracle.json" | tee "$OUT/k8s-blind-3-oracle.txt"
-# A fourth and a fifth (eval/k8s-blind-4/README.md, eval/k8s-blind-5/README.md).
-for set in k8s-blind-4 k8s-blind-5; do
+# A fourth, a fifth and a sixth (eval/k8s-blind-4/README.md ... eval/k8s-blind-6/README.md).
+for set in k8s-blind-4 k8s-blind-5 k8s-blind-6; do
   $E eval --corpus "$D/k8s/docs" --questions "eval/$set/questions.jsonl" --pipelines "$P" --plan auto \
     --json "$OUT/$set-auto.json" | tee "$OUT/$set-auto.txt"
   $E eval --corpus "$D/k8s/docs" --questions "eval/$set/questions.jsonl" --pipelines hybrid,full --plan oracle \

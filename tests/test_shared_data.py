@@ -73,9 +73,9 @@ def test_the_leak_check_sees_a_rejected_text_inside_a_result(k8s: Any) -> None:
     assert audit.leaks_in(result) == 1
 
 
-@pytest.mark.parametrize("folder", ["k8s-blind", *(f"k8s-blind-{n}" for n in range(2, 6))])
+@pytest.mark.parametrize("folder", ["k8s-blind", *(f"k8s-blind-{n}" for n in range(2, 7))])
 def test_the_blind_questions_name_real_pages_and_disjoint_families(folder: str) -> None:
-    """eval/k8s-blind and -2 to -5: every family pattern matches a page of the corpus, and no page belongs to
+    """eval/k8s-blind and -2 to -6: every family pattern matches a page of the corpus, and no page belongs to
     two families of one question (a question that could be completed by one page would measure nothing)."""
     pages = [p.relative_to(K8S / "docs").as_posix() for p in (K8S / "docs").rglob("*.md")]
     questions = load_questions(Path(__file__).resolve().parents[1] / "eval" / folder / "questions.jsonl")
