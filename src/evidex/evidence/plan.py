@@ -348,10 +348,6 @@ _CODE = re.compile(r"`([^`]{2,80})`")
 # A quoted string: in double quotes, or in single quotes that no letter touches on the outside (an apostrophe
 # does: "the Job's retries", "peers' names"), an error message such as ('Too many missed start time').
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,80})[\"”]|(?<!\w)['‘]([^'’\"”\n]{3,80})['’](?!\w)")
-
-
-def quoted_strings(text: str) -> list[str]:
-    return [m.group(1) or m.group(2) for m in _QUOTED.finditer(text)]
 _IDENT = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]+|[a-z]+[A-Z]\w*|[A-Z]{2,}_[A-Z_0-9]+|\w+[._]\w+(?:[._]\w+)*)")
 _CONNECTORS = {"of", "and", "the", "de", "in", "on", "for", "la", "le", "von", "van", "der", "&", "du", "del"}
 # A full stop ends a sentence, but not after an initial ("Harris W. Fawell", "U.S.") or a short title.
@@ -367,6 +363,11 @@ _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "wh
 
 
 _SENTENCE_END = re.compile(r"(?:(?<=[?!])|(?<=" + _FULL_STOP + r"))\s+|\n+")
+
+
+def quoted_strings(text: str) -> list[str]:
+    """The strings `text` quotes, in double or single quotes (`_QUOTED`), in order."""
+    return [m.group(1) or m.group(2) for m in _QUOTED.finditer(text)]
 
 
 def spelled_apart(name: str) -> str:
@@ -493,9 +494,9 @@ def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
 
 
 def _within_cap(aspects: list[str], clauses: list[str], names: list[str], question: str, cap: int) -> list[str]:
-    """The `cap` aspects to keep of more: what the question names first, then what it asks, then the scene it sets
-    ("We added eight GPU nodes, a mix of A100s and T4s. How do we reserve them, ...?"). A name only a cut scene
-    clause held comes back on its own, after the other names ("We need a log-forwarder DaemonSet on every Windows
+    """The `cap` aspects to keep of more: what the question names, then what it asks, then the scene it sets ("We
+    added eight GPU nodes, a mix of A100s and T4s. How do we reserve them, ...?"). A name that only a scene clause
+    held is freed from it and ranks with the names, after them ("We need a log-forwarder DaemonSet on every Windows
     node that ...": the scene goes, "DaemonSet" stays). Kept in the order of `aspects`, freed names last."""
     asked = {p for sentence in sentences(question) if _ASKS.search(sentence) for p in sub_questions(sentence)}
     scene = [a for a in aspects if a in clauses and a not in asked]
