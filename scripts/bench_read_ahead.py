@@ -20,16 +20,13 @@ from pathlib import Path
 
 from evidex.config import load_config
 from evidex.engine import WARM_WORDS, Engine, settle_heap
+from evidex.evaluation.datasets import BLIND_K8S_SETS
 from evidex.evaluation.runner import open_eval_engine
 from evidex.pipeline import SearchRequest
 
 ROOT = Path(__file__).resolve().parents[1]
-SETS = {"k8s": "{data}/k8s/questions.jsonl", "k8s-blind": str(ROOT / "eval/k8s-blind/questions.jsonl"),
-        "k8s-blind-2": str(ROOT / "eval/k8s-blind-2/questions.jsonl"),
-        "k8s-blind-3": str(ROOT / "eval/k8s-blind-3/questions.jsonl"),
-        "k8s-blind-4": str(ROOT / "eval/k8s-blind-4/questions.jsonl"),
-        "k8s-blind-5": str(ROOT / "eval/k8s-blind-5/questions.jsonl"),
-        "k8s-blind-6": str(ROOT / "eval/k8s-blind-6/questions.jsonl")}
+SETS = {"k8s": "{data}/k8s/questions.jsonl",
+        **{name: str(ROOT / "eval" / name / "questions.jsonl") for name in BLIND_K8S_SETS}}
 
 
 def _timed(engine: Engine, question: str) -> float:

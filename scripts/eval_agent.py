@@ -24,7 +24,7 @@ from evidex.agent import Tool, ask
 from evidex.config import load_config
 from evidex.engine import Engine
 from evidex.evaluation import metrics
-from evidex.evaluation.datasets import DevSet, dev_sets
+from evidex.evaluation.datasets import blind_k8s_sets, dev_sets
 from evidex.evaluation.runner import open_eval_engine
 from evidex.pipeline import SearchRequest
 
@@ -44,9 +44,7 @@ def main() -> None:
                     help="query vectors the engine keeps (default: the configured embedding.query_cache)")
     args = ap.parse_args()
     config = load_config()
-    blind = [DevSet(name, (args.data / "k8s" / "docs",),
-                    Path(__file__).resolve().parents[1] / "eval" / name / "questions.jsonl")
-             for name in ("k8s-blind", *(f"k8s-blind-{n}" for n in range(2, 7)))]
+    blind = blind_k8s_sets(args.data, Path(__file__).resolve().parents[1])
     for dev in [*dev_sets(args.data), *blind]:
         if dev.qrels_file is not None:
             continue  # a BEIR set has no evidence families to complete

@@ -18,23 +18,9 @@ $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --pipelines 
   --json "$OUT/k8s-auto.json" | tee "$OUT/k8s-auto.txt"
 $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --pipelines "$P" --plan oracle \
   --json "$OUT/k8s-oracle.json" | tee "$OUT/k8s-oracle.txt"
-# Our own questions over the same pages, written blind to evidex (eval/k8s-blind/README.md).
-$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind/questions.jsonl --pipelines "$P" --plan auto \
-  --json "$OUT/k8s-blind-auto.json" | tee "$OUT/k8s-blind-auto.txt"
-$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind/questions.jsonl --pipelines hybrid,full --plan oracle \
-  --json "$OUT/k8s-blind-oracle.json" | tee "$OUT/k8s-blind-oracle.txt"
-# A second blind set, written after the first had become a development set (eval/k8s-blind-2/README.md).
-$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-2/questions.jsonl --pipelines "$P" --plan auto \
-  --json "$OUT/k8s-blind-2-auto.json" | tee "$OUT/k8s-blind-2-auto.txt"
-$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-2/questions.jsonl --pipelines hybrid,full --plan oracle \
-  --json "$OUT/k8s-blind-2-oracle.json" | tee "$OUT/k8s-blind-2-oracle.txt"
-# A third, written after the second had become one too (eval/k8s-blind-3/README.md).
-$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-3/questions.jsonl --pipelines "$P" --plan auto \
-  --json "$OUT/k8s-blind-3-auto.json" | tee "$OUT/k8s-blind-3-auto.txt"
-$E eval --corpus "$D/k8s/docs" --questions eval/k8s-blind-3/questions.jsonl --pipelines hybrid,full --plan oracle \
-  --json "$OUT/k8s-blind-3-oracle.json" | tee "$OUT/k8s-blind-3-oracle.txt"
-# A fourth, a fifth and a sixth (eval/k8s-blind-4/README.md ... eval/k8s-blind-6/README.md).
-for set in k8s-blind-4 k8s-blind-5 k8s-blind-6; do
+# Our own questions over the same pages, written blind to evidex, six sets in the order written (each folder's
+# README says how, and which became development data; evidex.evaluation.datasets.BLIND_K8S_SETS).
+for set in k8s-blind k8s-blind-2 k8s-blind-3 k8s-blind-4 k8s-blind-5 k8s-blind-6; do
   $E eval --corpus "$D/k8s/docs" --questions "eval/$set/questions.jsonl" --pipelines "$P" --plan auto \
     --json "$OUT/$set-auto.json" | tee "$OUT/$set-auto.txt"
   $E eval --corpus "$D/k8s/docs" --questions "eval/$set/questions.jsonl" --pipelines hybrid,full --plan oracle \

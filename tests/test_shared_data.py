@@ -15,7 +15,7 @@ import pytest
 
 from evidex.admission.gate import Principal
 from evidex.config import Config
-from evidex.evaluation.datasets import load_questions
+from evidex.evaluation.datasets import BLIND_K8S_SETS, load_questions
 from evidex.evaluation.runner import evaluate, open_eval_engine
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -73,7 +73,7 @@ def test_the_leak_check_sees_a_rejected_text_inside_a_result(k8s: Any) -> None:
     assert audit.leaks_in(result) == 1
 
 
-@pytest.mark.parametrize("folder", ["k8s-blind", *(f"k8s-blind-{n}" for n in range(2, 7))])
+@pytest.mark.parametrize("folder", BLIND_K8S_SETS)
 def test_the_blind_questions_name_real_pages_and_disjoint_families(folder: str) -> None:
     """eval/k8s-blind and -2 to -6: every family pattern matches a page of the corpus, and no page belongs to
     two families of one question (a question that could be completed by one page would measure nothing)."""

@@ -110,6 +110,17 @@ class DevSet:
         return load_questions(self.questions_file)
 
 
+BLIND_K8S_SETS = ("k8s-blind", "k8s-blind-2", "k8s-blind-3", "k8s-blind-4", "k8s-blind-5", "k8s-blind-6")
+"""Our k8s question sets written blind to evidex, in the order written: folders of the repository's `eval/`,
+over the pages of shared/data/k8s (each folder's README says how and when)."""
+
+
+def blind_k8s_sets(data: Path, repository: Path) -> list[DevSet]:
+    """The blind k8s sets (`BLIND_K8S_SETS`) of `repository`, over the k8s pages of `data`."""
+    return [DevSet(name, (data / "k8s" / "docs",), repository / "eval" / name / "questions.jsonl")
+            for name in BLIND_K8S_SETS]
+
+
 def dev_sets(data: Path) -> list[DevSet]:
     """The four development sets of shared/data, in the order the reports use."""
     return [
