@@ -104,7 +104,7 @@ def test_a_measurement_is_not_an_aspect() -> None:
 
 def test_a_number_after_a_connector_is_not_part_of_a_name() -> None:
     assert entity_spans("Which team won in München in 1930?")[0] == "München"
-    assert entity_spans("Our Indexed Job of 200 shards fails.")[0] == "Our Indexed Job"
+    assert entity_spans("Our Indexed Job of 200 shards fails.")[0] == "Indexed Job"
     assert entity_spans("Was the Random House Tower and 888 7th Avenue built first?") == [
         "Random House Tower", "888 7th Avenue"]
     assert entity_spans("Who starred in Sons of Anarchy?") == ["Sons of Anarchy"]
@@ -114,6 +114,14 @@ def test_the_pronoun_i_does_not_make_a_sentence_start_a_name() -> None:
     assert entity_spans("After I applied a default-deny NetworkPolicy, lookups failed.") == ["NetworkPolicy"]
     assert entity_spans("Since I moved the Tidepool Proxy nothing works.") == ["Tidepool Proxy"]
     assert entity_spans("Who fought in World War I before Louis I of France?") == ["World War I", "Louis I of France"]
+
+
+def test_a_possessive_at_a_sentence_start_is_not_part_of_the_name() -> None:
+    """"Our JVM services ..." names the JVM, not "Our JVM" (whose word "our" no page is about)."""
+    assert entity_spans("Our JVM services size their heap. We run Kafka.") == ["JVM", "Kafka"]
+    assert entity_spans("Their Ingress rejects it. Your Helm chart too.") == ["Ingress", "Helm"]
+    assert auto_plan("Our ETL jobs fail nightly. Why?").aspects[0] == "ETL"
+    assert entity_spans("Why did Our Lady Peace split?") == ["Our Lady Peace"]  # inside a sentence it is a name
 
 
 def test_sentence_start_after_a_full_stop_is_not_a_name() -> None:

@@ -359,7 +359,8 @@ _CAP_WORD = re.compile(r"^[A-Z0-9][\w'’./&-]*$")
 _CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")  # between the words of a compound name: "Stateful|Set"
 _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was",
                    "were", "do", "does", "did", "can", "could", "should", "would", "will", "in", "the", "a", "an",
-                   "i", "my", "if", "and", "or", "for", "to", "of", "on", "at", "by", "from", "as", "with"}
+                   "i", "my", "if", "and", "or", "for", "to", "of", "on", "at", "by", "from", "as", "with",
+                   "we", "our", "your", "their", "its"}  # "Our JVM services ...": the name is "JVM"
 
 
 _SENTENCE_END = re.compile(r"(?:(?<=[?!])|(?<=" + _FULL_STOP + r"))\s+|\n+")
