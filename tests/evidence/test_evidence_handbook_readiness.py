@@ -164,6 +164,20 @@ def test_the_terminal_shows_an_expired_page_once_with_its_chunk_count(engine: En
     assert (f"×{len(expired)} chunks" in lines[0]) == (len(expired) > 1)
 
 
+def test_an_80_column_terminal_shows_every_citation_whole(engine: Engine) -> None:
+    """The citation column had cut "security/leaked-credentials-response.md#revocation-quick-reference" to
+    "security/leaked-credentia…" in an 80-column terminal: the citation is what an answer quotes."""
+    result = engine.search_with_reasoning(ROTATION_QUESTION, principal=ENGINEER, retrieved_at=RETRIEVED_AT)
+    console = Console(record=True, width=80)
+    render_result(console, result)
+    rows = [line.split("│")[1].strip() for line in console.export_text().splitlines() if line.startswith("│")]
+    cited = "".join(rows)
+    citations = [f"{g['source']}#{c['citation_anchor']}" for g in result["evidence"] for c in g["chunks"]]
+    assert any(len(c) > 30 for c in citations)  # longer than the column: it must fold
+    assert "…" not in cited
+    assert all(c in cited for c in citations)
+
+
 def test_the_terminal_quotes_the_best_chunk_not_the_first_in_page_order(engine: Engine) -> None:
     """Chunks of a source are listed in document order; the quoted excerpt must be its best-scoring one (a
     walkthrough saw a 0.20 introduction quoted above the 0.95 answer of the same page)."""

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
-from rich.table import Table
+from rich.table import Column, Table
 
 from evidex.signals.compute import planned
 
@@ -50,7 +50,9 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
         # An automatic plan's obligations are the question's own aspects, not families anyone declared.
         console.print(f"{'aspects' if result['plan']['source'] == 'auto' else 'families'}: {fams}")
     if result["evidence"]:
-        table = Table("source#anchor", "family", "status", "score", show_lines=False, expand=True)
+        # The citation is what an answer quotes: folded onto a second line when narrow, never cut short.
+        table = Table(Column("source#anchor", overflow="fold", ratio=1), Column("family", no_wrap=True), "status",
+                      "score", show_lines=False, expand=True)
         for group in result["evidence"]:
             for c in group["chunks"]:
                 table.add_row(escape(f"{group['source']}#{c['citation_anchor']}"),
