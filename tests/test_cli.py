@@ -344,6 +344,15 @@ def test_ask_numbers_its_evidence_and_says_when_it_is_not_enough(invoke: Invoke,
     assert "final: proceed" not in off_topic and "(not enough to answer: " in off_topic
 
 
+def test_ask_prints_each_citation_unbroken_in_a_narrow_terminal(invoke: Invoke, corpus: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """An 80-column terminal had broken every citation URL over two lines: neither clickable nor copyable."""
+    ok(invoke("ingest", str(corpus)))
+    monkeypatch.setattr(cli.out, "_width", 30)
+    answered = ok(invoke("ask", "How do I route external traffic through the gateway?", "--labels", "eng")).stdout
+    assert "   1. https://docs.example.com/ingress#ingress  (round 1)" in answered.splitlines()
+
+
 @pytest.mark.parametrize("question", ["", "   "])
 def test_an_empty_question_is_a_usage_error(invoke: Invoke, corpus: Path, question: str) -> None:
     """HTTP and MCP refuse it; the CLI had answered it with ten arbitrary sources."""

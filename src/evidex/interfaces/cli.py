@@ -733,8 +733,9 @@ def ask_cmd(
     verdict = "" if transcript.final_action == "proceed" else f" (not enough to answer: {transcript.final_action})"
     out.print(f"evidence, {_count(len(transcript.evidence), 'chunk')}{verdict}:")
     for number, c in enumerate(transcript.evidence.values(), 1):
+        # Unbroken: a citation URL cut by a line break can be neither clicked nor copied.
         out.print(f"  {number:>2}. {escape(c['citation'] or c['source'])}  [dim](round {c['round']})[/]",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
 
 
 from evidex.interfaces.cli_agents import register  # noqa: E402 - last: cli_agents imports the helpers above
