@@ -110,6 +110,14 @@ def test_a_number_after_a_connector_is_not_part_of_a_name() -> None:
     assert entity_spans("Who starred in Sons of Anarchy?") == ["Sons of Anarchy"]
 
 
+def test_a_version_or_decimal_does_not_start_a_name() -> None:
+    """"our 1.28 API server" had planned the name "1.28 API", which reserved a page about neither."""
+    assert entity_spans("What must be enabled on our 1.28 API server?") == ["API"]
+    assert entity_spans("Why would a pod requesting 3.5 CPUs never get exclusive cores?") == ["CPUs"]
+    assert entity_spans("Who won the 2008 Summer Olympics?") == ["2008 Summer Olympics"]
+    assert entity_spans("Is Python 3.12 faster?") == ["Python 3.12"]
+
+
 def test_the_pronoun_i_does_not_make_a_sentence_start_a_name() -> None:
     assert entity_spans("After I applied a default-deny NetworkPolicy, lookups failed.") == ["NetworkPolicy"]
     assert entity_spans("Since I moved the Tidepool Proxy nothing works.") == ["Tidepool Proxy"]

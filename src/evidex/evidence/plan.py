@@ -356,6 +356,7 @@ _SPLIT = re.compile(r"\s*(?:(?:[;?]|" + _FULL_STOP + r")\s|[;?]$|,(?!\d)\s*(?:an
                     r"\s+(?:and|or|but)\s+(?=(?:how|what|why|where|when|which|who|should|can|do|does|is|are|make|"
                     r"let|stop)\b))\s*", re.I)
 _CAP_WORD = re.compile(r"^[A-Z0-9][\w'’./&-]*$")
+_DECIMAL = re.compile(r"^\d+\.\d+$")
 _CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")  # between the words of a compound name: "Stateful|Set"
 _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was",
                    "were", "do", "does", "did", "can", "could", "should", "would", "will", "in", "the", "a", "an",
@@ -402,6 +403,10 @@ def _sentence_spans(sentence: str) -> list[str]:
         next_capital = bool(_CAP_WORD.match(following or "x")) and following != "I"
         special = clean[1:] != clean[1:].lower()  # acronym or camelCase: a name even at a sentence start
         if capital and sentence_start and not current and not next_capital and not special:
+            capital = False
+        # A version or a decimal quantity qualifies a name but does not start one: "our 1.28 API server",
+        # "3.5 CPUs" ("2008 Summer Olympics" and "888 7th Avenue" keep their numbers).
+        if not current and _DECIMAL.match(clean):
             capital = False
         is_name = capital and not (sentence_start and clean.lower() in _QUESTION_WORDS)
         # "Kiss and Tell", but not "Indexed Job of 200 shards", "München in 1930": a number after a connector is
