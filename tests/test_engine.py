@@ -10,7 +10,7 @@ import pytest
 
 from evidex.engine import YOUNG_COLLECTION_THRESHOLD, Engine, settle_heap
 from evidex.errors import ConfigError
-from evidex.evidence import plan
+from evidex.evidence import terms
 from evidex.stores.sqlite import SqliteStore
 from evidex.types import RetrievalMode
 
@@ -54,7 +54,7 @@ def test_warm_up_loads_what_the_first_search_needs(make_engine: EngineFactory, w
     engine.warm_up()
     assert engine._parts is not None and store._dense is not None and store._word_cache.used > 0
     every = store.all_chunks()
-    assert every and all((c.record_id, c.content_hash, c.title, c.heading) in plan._TERM_CACHE for c in every)
+    assert every and all((c.record_id, c.content_hash, c.title, c.heading) in terms._TERM_CACHE for c in every)
     # The words most pages hold are read ahead, the warm-up question's or not ("forages" is in none of its words).
     assert {'"forages"', '"dusk"'} <= set(store._word_cache.found(['"forages"', '"dusk"', '"marmot"']))
 

@@ -23,7 +23,8 @@ from evidex.config import Config
 from evidex.embedding.cache import EmbeddingCache, QueryVectors
 from evidex.embedding.protocol import Embedder
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
-from evidex.evidence.plan import EvidencePlan, chunk_terms
+from evidex.evidence.plan import EvidencePlan
+from evidex.evidence.terms import chunk_terms
 from evidex.ingest.loaders import LoadFailure, iter_documents, iter_jsonl, load_file, read_jsonl_line
 from evidex.ingest.provenance import load_overlay
 from evidex.ingest.run import DUPLICATE, FamilyRules, Progress, ingest

@@ -9,7 +9,7 @@ import pytest
 from evidence_support import constant_encoder, counting_store, make_chunk
 
 from evidex.config import Config
-from evidex.evidence.plan import described_entities, described_phrases
+from evidex.evidence.aspects import described_entities, described_phrases
 from evidex.pipeline import PipelineParts, SearchRequest, run_search
 from evidex.signals.compute import HOP_ASPECT, coverage, evidence_chain, recommend
 from evidex.types import RetrievalMode

@@ -9,27 +9,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evidex.config import Config, ShapeFamily, ShapeRule, load_config
+from evidex.evidence.aspects import entity_spans, is_chained, is_quantity, quoted_strings, sub_questions
 from evidex.evidence.plan import (
     EvidencePlan,
     PlanSource,
     QuestionShape,
     RequiredFamily,
-    _term_set,
     auto_plan,
-    chunk_terms,
-    content_words,
-    entity_spans,
     explicit_plan,
     focus_plan,
-    is_chained,
-    is_quantity,
     plan_from_dict,
     plan_question,
-    quoted_strings,
-    stem,
-    sub_questions,
-    terms,
 )
+from evidex.evidence.terms import _term_set, chunk_terms, content_words, stem, terms
 from evidex.pipeline import shapes_from_config
 
 # ---- automatic aspects ------------------------------------------------------------------------------

@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 from evidex.admission.gate import AdmissionGate, Principal
 from evidex.config import Config
 from evidex.evidence.bridge import bridge, bridge_entities, context_search, named, titled
-from evidex.evidence.plan import RequiredFamily, explicit_plan, terms
+from evidex.evidence.plan import RequiredFamily, explicit_plan
 from evidex.evidence.rescue import rescue
+from evidex.evidence.terms import terms
 from evidex.pipeline import HOP_OBLIGATION, LEAD_OBLIGATION, PipelineParts, SearchRequest, run_search
 from evidex.trace import StageSwitches
 from evidex.types import RetrievalMode, SearchFilters

@@ -243,7 +243,8 @@ def test_a_phrase_aspect_is_met_by_its_rare_words_not_the_pools_common_ones() ->
     (two of three terms) but says nothing of a cap. Weighted by rarity among the pool's candidates, the words
     every candidate holds count for little: the page that holds "capped" meets the aspect, and the lifecycle
     page no longer does."""
-    from evidex.evidence.plan import EvidencePlan, PlanSource, terms, with_term_weights
+    from evidex.evidence.plan import EvidencePlan, PlanSource, with_term_weights
+    from evidex.evidence.terms import terms
 
     common = [cand(make_chunk(f"p{i}", f"Pods restart; 50 pods per node is typical, page {i}."), 0.5)
               for i in range(30)]

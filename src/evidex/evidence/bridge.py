@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from evidex.evidence.plan import RequiredFamily, entity_spans, sentences, spelled_apart, terms
+from evidex.evidence.aspects import entity_spans, sentences, spelled_apart
+from evidex.evidence.plan import RequiredFamily
+from evidex.evidence.terms import terms
 from evidex.stores.protocol import Store
 from evidex.types import Candidate, ScoredId, SearchFilters
 

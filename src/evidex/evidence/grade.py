@@ -11,7 +11,8 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evidex.evidence.plan import RequiredFamily, chunk_terms, terms
+from evidex.evidence.plan import RequiredFamily
+from evidex.evidence.terms import chunk_terms, terms
 from evidex.types import Candidate
 
 

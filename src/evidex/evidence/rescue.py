@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from evidex.evidence.grade import DEFAULT_THRESHOLDS, GradeThresholds, validates
-from evidex.evidence.plan import RequiredFamily, chunk_terms
+from evidex.evidence.plan import RequiredFamily
+from evidex.evidence.terms import chunk_terms
 from evidex.evidence.words import speaks_of
 from evidex.stores.protocol import Store
 from evidex.types import Candidate, ScoredId, SearchFilters

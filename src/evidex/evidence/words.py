@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from evidex.evidence.plan import (
+from evidex.evidence.terms import (
     chunk_terms,
     content_words,
     holds_verbatim,

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from evidex.config import EvidenceConfig
-from evidex.evidence.plan import chunk_terms, terms
+from evidex.evidence.terms import chunk_terms, terms
 from evidex.retrieval.fusion import min_max
 from evidex.types import Candidate
 

@@ -13,15 +13,11 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlparse
 
+from evidex.evidence.aspects import described_entities, described_phrases
 from evidex.evidence.bridge import bare_title, titled
 from evidex.evidence.grade import Grade
-from evidex.evidence.plan import (
-    RequiredFamily,
-    chunk_terms,
-    described_entities,
-    described_phrases,
-    terms,
-)
+from evidex.evidence.plan import RequiredFamily
+from evidex.evidence.terms import chunk_terms, terms
 from evidex.evidence.words import WordsHeld, words_held
 from evidex.pipeline import SearchOutcome
 from evidex.types import Candidate
