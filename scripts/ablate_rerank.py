@@ -21,8 +21,9 @@ VARIANTS = {
     "- lexical overlap": {"w_lexical": 0.0},
     "- title match": {"w_title": 0.0},
     "- bridge link": {"w_linked": 0.0},
+    "- inlink match": {"w_inlink": 0.0},
     "- exact-token bonus": {"exact_token_bonus": 0.0},
-    "retrieval only": {"w_lexical": 0.0, "w_title": 0.0, "w_linked": 0.0, "exact_token_bonus": 0.0},
+    "retrieval only": {"w_lexical": 0.0, "w_title": 0.0, "w_linked": 0.0, "w_inlink": 0.0, "exact_token_bonus": 0.0},
 }
 
 

@@ -258,11 +258,11 @@ class Engine:
                          "(ingest is committing batches): try again")
 
     def warm_up(self) -> None:
-        """Load what a first search would (the model, the pipeline's parts, the index snapshot, the words of a
-        question) and, on an index of at most WARM_TERM_SETS_MAX chunks, every chunk's term set (a search
-        computes it for each chunk it meets first: ~150 per k8s question, 5 ms; all 3,563 k8s chunks take
-        0.2 s and 3 MB) and the sparse matches of its most common words (`common_words`: a search reads a
-        word's matches the first time it meets the word, and a common word's are the long reads; on k8s
+        """Load what a first search would (the model, the pipeline's parts, the index snapshot and its link
+        index, the words of a question) and, on an index of at most WARM_TERM_SETS_MAX chunks, every chunk's
+        term set (a search computes it for each chunk it meets first: ~150 per k8s question, 5 ms; all 3,563 k8s
+        chunks take 0.2 s and 3 MB) and the sparse matches of its most common words (`common_words`: a search
+        reads a word's matches the first time it meets the word, and a common word's are the long reads; on k8s
         0.4-1.1 s and 4.8 MB). A server's first requests then cost what later ones do. An index that cannot
         be searched (written with another model) is left to fail on the request, where the caller reads why."""
         with contextlib.suppress(EvidexError):

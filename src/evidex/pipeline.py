@@ -179,11 +179,18 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
 
     weights_cfg = RerankWeights.from_config(ev)
     reranker: dict[str, Any] = {"cross_encoder": None, "weights": {}}
+
+    def inlinks(candidates: Sequence[Candidate]) -> dict[str, list[str]]:
+        """What readable pages say around their links to the candidates' pages (the reranker's inlink match)."""
+        if weights_cfg.inlink <= 0:
+            return {}
+        return parts.store.inlink_contexts(sorted({c.chunk.source for c in candidates}), reader)
+
     cross_encoder = RequestCrossEncoder(parts.cross_encoder) if parts.cross_encoder is not None else None
     ranked = list(pool)
     if sw.rerank:
         with trace.stage("rerank", len(pool)) as st:
-            outcome = rerank(request.query, pool, weights_cfg, cross_encoder, plan.aspects)
+            outcome = rerank(request.query, pool, weights_cfg, cross_encoder, plan.aspects, inlinks=inlinks(pool))
             ranked = list(outcome.candidates)
             reranker = {"cross_encoder": outcome.cross_encoder, "weights": outcome.weights}
             st.n_out = len(ranked)
@@ -237,7 +244,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                         (readable if gate is None or who is None or gate.may_read(who, c.chunk) else unreadable
                          ).append(c)
                     ranked = sorted([*rerank(request.query, readable, weights_cfg, cross_encoder, plan.aspects,
-                                             linked, cited).candidates,
+                                             linked, cited, inlinks(readable)).candidates,
                                      *rerank(request.query, unreadable, weights_cfg, None, plan.aspects,
                                              linked, cited).candidates], key=lambda c: (-c.score, c.chunk.record_id))
                 else:

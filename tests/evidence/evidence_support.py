@@ -59,7 +59,7 @@ def ids(candidates: Iterable[Candidate]) -> list[str]:
 DIM = 4
 
 
-def fill(store: SqliteStore, chunks: Sequence[Chunk]) -> None:
+def fill(store: SqliteStore, chunks: Sequence[Chunk], batch_id: str = "b-test") -> None:
     """Commit `chunks` (one document each unless they share a doc_id) to `store` as one batch. Vectors are
     constant: these stores are searched with BM25 only."""
     by_doc: dict[str, list[Chunk]] = {}
@@ -69,7 +69,7 @@ def fill(store: SqliteStore, chunks: Sequence[Chunk]) -> None:
         DocumentWrite(doc_id, group[0].source, hashlib.sha256(doc_id.encode()).hexdigest(), tuple(group),
                       np.ones((len(group), DIM), dtype=np.float32))
         for doc_id, group in by_doc.items())
-    store.commit_batch(BatchWrite("b-test", "test", writes, 0, ()))
+    store.commit_batch(BatchWrite(batch_id, "test", writes, 0, ()))
 
 
 def build_store(directory: Path, chunks: Sequence[Chunk]) -> SqliteStore:

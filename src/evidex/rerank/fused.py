@@ -1,5 +1,9 @@
 """The fused reranker: `w_ce·cross-encoder + w_ret·retrieval + w_lex·lexical overlap + w_title·title match
-+ exact-token bonus`, every term normalised to [0, 1] over the candidate pool.
++ w_inlink·inlink match + exact-token bonus`, every term normalised to [0, 1] over the candidate pool.
+
+The inlink match is the question's words against what other pages say around their links to a candidate's page
+(`inlink_score`), where the index has such links and the requester may read them; without any, its weight is
+dropped like the cross-encoder's.
 
 Without a cross-encoder (the offline default: no weights can be had here, and one over 50 candidates
 costs ~2 s per query on 2 cores) its weight is dropped and the rest renormalised; the result says so.
@@ -9,7 +13,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Protocol
@@ -66,11 +71,12 @@ class RerankWeights:
     exact_token_bonus: float  # per verbatim identifier, capped at 2 identifiers
     cross_encoder_top_n: int
     cited_bonus: float = 0.0  # a page the leading evidence links to (`evidex.evidence.citations`)
+    inlink: float = 0.0  # what other pages say around their links to the candidate's page matches the question
 
     @classmethod
     def from_config(cls, ev: EvidenceConfig) -> RerankWeights:
         return cls(cross_encoder=ev.w_cross_encoder, retrieval=ev.w_retrieval, lexical=ev.w_lexical,
-                   title=ev.w_title, linked=ev.w_linked, exact_token_bonus=ev.exact_token_bonus,
+                   title=ev.w_title, linked=ev.w_linked, inlink=ev.w_inlink, exact_token_bonus=ev.exact_token_bonus,
                    cross_encoder_top_n=ev.cross_encoder_top_n, cited_bonus=ev.cited_bonus)
 
 
@@ -100,9 +106,38 @@ class RerankOutcome:
     weights: dict[str, float]
 
 
+@lru_cache(maxsize=65536)  # a page's inlink contexts recur in every request that meets the page
+def _context_terms(context: str) -> frozenset[str]:
+    return frozenset(terms(context))
+
+
+def inlink_score(query: str, inlinks: Mapping[str, Sequence[str]], sources: Sequence[str]) -> dict[str, float]:
+    """BM25 of the question's words against each page's inlink contexts (a word's frequency: how many of the
+    contexts hold it), the word rarities taken among `sources` (the request's candidate pages: no statistic of
+    pages the request did not meet, or may not read), scaled to the best page's score (0 to 1). Empty when no
+    page has a context holding a question word."""
+    wanted = frozenset(terms(query))
+    held = {s: [_context_terms(c) for c in inlinks.get(s, ())] for s in dict.fromkeys(sources)}
+    counts = {s: Counter(t for context in contexts for t in wanted & context) for s, contexts in held.items()}
+    if not any(counts.values()):
+        return {}
+    n = len(held)
+    lengths = {s: sum(len(context) for context in contexts) for s, contexts in held.items()}
+    average = sum(lengths.values()) / n or 1.0
+    frequency = Counter(t for count in counts.values() for t in count)
+    scores = {s: sum(math.log(1 + (n - frequency[t] + 0.5) / (frequency[t] + 0.5)) * tf * 2.2
+                     / (tf + 1.2 * (0.25 + 0.75 * lengths[s] / average)) for t, tf in count.items())
+              for s, count in counts.items()}
+    best = max(scores.values())
+    return {s: v / best for s, v in scores.items()} if best > 0 else {}
+
+
 def rerank(query: str, candidates: Sequence[Candidate], weights: RerankWeights,
            cross_encoder: CrossEncoder | None = None, aspects: Sequence[str] = (),
-           linked: frozenset[str] = frozenset(), cited: frozenset[str] = frozenset()) -> RerankOutcome:
+           linked: frozenset[str] = frozenset(), cited: frozenset[str] = frozenset(),
+           inlinks: Mapping[str, Sequence[str]] | None = None) -> RerankOutcome:
+    """`candidates` scored and sorted. `inlinks`: for candidate sources, the contexts of the readable links to
+    them from other pages (`Store.inlink_contexts`)."""
     if not candidates:
         return RerankOutcome((), cross_encoder.name if cross_encoder else None, {})
     q_terms = terms(" ".join([query, *aspects]))
@@ -123,6 +158,9 @@ def rerank(query: str, candidates: Sequence[Candidate], weights: RerankWeights,
     w = {"retrieval": weights.retrieval, "lexical": weights.lexical, "title": weights.title}
     if linked:
         w["linked"] = weights.linked
+    inlink = inlink_score(query, inlinks or {}, [c.chunk.source for c in candidates]) if weights.inlink > 0 else {}
+    if inlink:
+        w["inlink"] = weights.inlink
     if cross_encoder is not None and weights.cross_encoder > 0:
         top = min(n, weights.cross_encoder_top_n)
         raw = cross_encoder.score(query, [c.chunk.text for c in candidates[:top]])
@@ -135,6 +173,8 @@ def rerank(query: str, candidates: Sequence[Candidate], weights: RerankWeights,
         parts = {"retrieval": retrieval[i], "lexical": lexical[i], "title": title[i]}
         if linked:
             parts["linked"] = 1.0 if c.chunk.record_id in linked else 0.0
+        if inlink:
+            parts["inlink"] = inlink.get(c.chunk.source, 0.0)
         if "cross_encoder" in w:
             parts["cross_encoder"] = ce_scores[i]
         score = sum(w[key] * parts[key] for key in w) + bonus[i]

@@ -713,6 +713,10 @@ class MilvusStore:
         """Not known: Milvus keeps its BM25 word statistics on the server (a plan then keeps every aspect)."""
         return 0, {}
 
+    def inlink_contexts(self, sources: Sequence[str], filters: SearchFilters | None = None) -> dict[str, list[str]]:
+        """None kept: Milvus holds no link index (the reranker's inlink match then has no weight)."""
+        return {}
+
     def read_ahead(self, words: Sequence[str]) -> None:
         """Nothing to read: Milvus scores BM25 on the server, per search."""
 

@@ -89,6 +89,12 @@ class Store(Protocol):
         search would search, how many of them hold it (title or text); (0, {}) when the store cannot tell."""
         ...
 
+    def inlink_contexts(self, sources: Sequence[str], filters: SearchFilters | None = None) -> dict[str, list[str]]:
+        """For each of `sources` (pages) that links of other pages' live records name, the words around those
+        links (`evidex.retrieval.links`), only from records that pass `filters` (the requester's): what readable
+        pages say of it. {} where the store keeps no link index."""
+        ...
+
     def read_ahead(self, words: Sequence[str]) -> None:
         """Read now what sparse searches of `words` will need (a server's warm-up): searches then cost what they
         would after those words had been searched once, with the same results. Nothing where there is no

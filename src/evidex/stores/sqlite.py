@@ -26,6 +26,7 @@ import numpy.typing as npt
 from evidex.errors import StoreError
 from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import tokens
+from evidex.retrieval.links import LinkIndex
 from evidex.stores.dense import DenseIndex
 from evidex.stores.protocol import BatchWrite, model_after
 from evidex.stores.rows import chunk_from_row, label_counts
@@ -180,6 +181,7 @@ class SqliteStore:
         self._word_cache: SnapshotCache[str, WordMatches] = SnapshotCache(_WORD_CACHE_ROWS, lambda m: len(m[0]))
         self._dense: DenseIndex | None = None
         self._dense_generation = -1
+        self._links: tuple[int, LinkIndex] | None = None  # (generation, its live records' link contexts)
         self._chunk_cache: SnapshotCache[str, Chunk] = SnapshotCache(_CHUNK_CACHE_ROWS)  # live record id (see get)
 
     # ---- schema -----------------------------------------------------------------------------------
@@ -481,6 +483,29 @@ class SqliteStore:
         total = len(index) if readable is None else int(readable.sum())
         return total, {w: len(at) if readable is None else int(readable[at].sum())
                        for w, (at, _) in zip(words, per_word, strict=True)}
+
+    def inlink_contexts(self, sources: Sequence[str], filters: SearchFilters | None = None) -> dict[str, list[str]]:
+        """Read from a link index of the snapshot's live records, built on first use after each commit or
+        rollback from the records whose text holds a link (k8s: 1,728 of 3,563 chunks, 0.2 s)."""
+        for _ in range(3):  # a commit between the link index and the filter's snapshot: read both again
+            index, generation = self._dense_snapshot()
+            links = self._link_index(generation)
+            if links is not None:
+                readable, _ = index.passes(filters)
+                return links.contexts(sources, readable)
+        raise StoreError("the index kept changing during a search; try again")
+
+    def _link_index(self, generation: int) -> LinkIndex | None:
+        """The link index at `generation` (None when the index has moved past it)."""
+        with self._lock:
+            if self._links is None or self._links[0] != generation:
+                if self._generation() != generation:
+                    return None
+                rows = self._db.execute(
+                    "SELECT record_id, source, text FROM records WHERE retired_by IS NULL AND "
+                    "(instr(text, '](') > 0 OR instr(lower(text), 'href') > 0) ORDER BY rowid").fetchall()
+                self._links = (generation, LinkIndex((r["record_id"], r["source"], r["text"]) for r in rows))
+            return self._links[1]
 
     def read_ahead(self, words: Sequence[str]) -> None:
         """Each word's matches and scores, read into the per-snapshot cache a search reads them from."""
