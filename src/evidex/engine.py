@@ -29,6 +29,7 @@ from evidex.ingest.loaders import LoadFailure, iter_documents, iter_jsonl, load_
 from evidex.ingest.provenance import load_overlay
 from evidex.ingest.run import DUPLICATE, FamilyRules, Progress, ingest
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search, shapes_from_config
+from evidex.rerank.fused import context_terms
 from evidex.result import ResultContext, build_result, decision_json
 from evidex.retrieval.hybrid import retrieve
 from evidex.retrieval.lexical import tokens
@@ -261,16 +262,20 @@ class Engine:
         """Load what a first search would (the model, the pipeline's parts, the index snapshot and its link
         index, the words of a question) and, on an index of at most WARM_TERM_SETS_MAX chunks, every chunk's
         term set (a search computes it for each chunk it meets first: ~150 per k8s question, 5 ms; all 3,563 k8s
-        chunks take 0.2 s and 3 MB) and the sparse matches of its most common words (`common_words`: a search
-        reads a word's matches the first time it meets the word, and a common word's are the long reads; on k8s
-        0.4-1.1 s and 4.8 MB). A server's first requests then cost what later ones do. An index that cannot
-        be searched (written with another model) is left to fail on the request, where the caller reads why."""
+        chunks take 0.2 s and 3 MB), the terms of every link context, and the sparse matches of its most common
+        words (`common_words`: a search reads a word's matches the first time it meets the word, and a common
+        word's are the long reads; on k8s 0.4-1.1 s and 4.8 MB). A server's first requests then cost what later
+        ones do. An index that cannot be searched (written with another model) is left to fail on the request,
+        where the caller reads why."""
         with contextlib.suppress(EvidexError):
             self.run(SearchRequest(query=WARM_UP_QUERY))
             if self.store.chunk_count() <= WARM_TERM_SETS_MAX:
                 chunks = self.store.all_chunks()
                 for chunk in chunks:
                     chunk_terms(chunk)
+                for contexts in self.store.inlink_contexts(sorted({c.source for c in chunks})).values():
+                    for context in contexts:
+                        context_terms(context)
                 self.store.read_ahead(common_words(chunks))
 
     def default_principal(self) -> Principal:

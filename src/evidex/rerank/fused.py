@@ -107,7 +107,8 @@ class RerankOutcome:
 
 
 @lru_cache(maxsize=65536)  # a page's inlink contexts recur in every request that meets the page
-def _context_terms(context: str) -> frozenset[str]:
+def context_terms(context: str) -> frozenset[str]:
+    """The terms of one inlink context, computed once (a server's warm-up computes them all)."""
     return frozenset(terms(context))
 
 
@@ -117,7 +118,7 @@ def inlink_score(query: str, inlinks: Mapping[str, Sequence[str]], sources: Sequ
     pages the request did not meet, or may not read), scaled to the best page's score (0 to 1). Empty when no
     page has a context holding a question word."""
     wanted = frozenset(terms(query))
-    held = {s: [_context_terms(c) for c in inlinks.get(s, ())] for s in dict.fromkeys(sources)}
+    held = {s: [context_terms(c) for c in inlinks.get(s, ())] for s in dict.fromkeys(sources)}
     counts = {s: Counter(t for context in contexts for t in wanted & context) for s, contexts in held.items()}
     if not any(counts.values()):
         return {}
