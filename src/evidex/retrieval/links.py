@@ -94,10 +94,10 @@ class LinkIndex:
     text) rows, read by `contexts`."""
 
     def __init__(self, rows: Iterable[tuple[str, str, str]]) -> None:
-        self._by_name: dict[str, list[tuple[str, str, str]]] = {}
+        self._by_name: dict[str, list[tuple[str, str]]] = {}
         for record_id, source, text in rows:
-            for path, context in link_contexts(source, text, CONTEXT_WORDS):
-                entry = (record_id, source, context)
+            for path, context in link_contexts(source, text, CONTEXT_WORDS):  # never a link to its own page
+                entry = (record_id, context)
                 for i in range(len(path)):  # every name the link could be read as, so a page looks up its own
                     self._by_name.setdefault("/".join(path[i:]), []).append(entry)
 
@@ -106,8 +106,8 @@ class LinkIndex:
         `readable` (a test by record id) lets through."""
         out: dict[str, list[str]] = {}
         for source in dict.fromkeys(sources):
-            found = [context for record_id, origin, context in self._by_name.get("/".join(page_path(source)), ())
-                     if origin != source and readable(record_id)]
+            found = [context for record_id, context in self._by_name.get("/".join(page_path(source)), ())
+                     if readable(record_id)]
             if found:
                 out[source] = found
         return out
