@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from evidex.interfaces import cli
+from evidex.interfaces import cli_runtime
 from evidex.interfaces.cli import app
 
 Invoke = Callable[..., Result]
@@ -29,7 +29,7 @@ CORPUS = {
 def invoke(tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Invoke:
     """invoke("search", "q", ...) in tmp_path, the index at tmp_path/idx, the shared embedding cache."""
     monkeypatch.chdir(tmp_path)  # no stray ./evidex.toml
-    monkeypatch.setattr(cli.out, "_width", 200)  # tables: room for full batch ids
+    monkeypatch.setattr(cli_runtime.out, "_width", 200)  # tables: room for full batch ids
     runner = CliRunner()
     env = {"EVIDEX_EMBEDDING_CACHE_DIR": str(cache_dir), "EVIDEX_CONFIG": None}
 
@@ -201,7 +201,7 @@ def test_invalid_search_options_are_usage_errors(invoke: Invoke, args: tuple[str
 def test_batches_shows_whole_batch_ids_at_80_columns(invoke: Invoke, corpus: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     report = as_json(invoke("ingest", str(corpus), "--json", "--label", "a label long enough to need room"))
-    monkeypatch.setattr(cli.out, "_width", 80)
+    monkeypatch.setattr(cli_runtime.out, "_width", 80)
     listing = ok(invoke("batches")).stdout
     assert report["batch_id"] in listing and "a label long enough to need room" in " ".join(listing.split())
     assert max(len(line) for line in listing.splitlines()) <= 80
@@ -248,7 +248,7 @@ def test_a_locked_or_unwritable_database_is_not_called_damaged(capsys: pytest.Ca
 
     import typer
 
-    from evidex.interfaces.cli import run
+    from evidex.interfaces.cli_runtime import run
 
     def locked() -> None:
         raise sqlite3.OperationalError("database is locked")
@@ -348,7 +348,7 @@ def test_ask_prints_each_citation_unbroken_in_a_narrow_terminal(invoke: Invoke, 
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """An 80-column terminal had broken every citation URL over two lines: neither clickable nor copyable."""
     ok(invoke("ingest", str(corpus)))
-    monkeypatch.setattr(cli.out, "_width", 30)
+    monkeypatch.setattr(cli_runtime.out, "_width", 30)
     answered = ok(invoke("ask", "How do I route external traffic through the gateway?", "--labels", "eng")).stdout
     assert "   1. https://docs.example.com/ingress#ingress  (round 1)" in answered.splitlines()
 

@@ -19,7 +19,7 @@ from evidence_support import (
 )
 from typer.testing import CliRunner, Result
 
-from evidex.interfaces import cli
+from evidex.interfaces import cli_runtime
 from evidex.interfaces.cli import app
 
 Invoke = Callable[..., Result]
@@ -50,7 +50,7 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Path
 @pytest.fixture
 def invoke(index_dir: Path, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Invoke:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli.out, "_width", 300)
+    monkeypatch.setattr(cli_runtime.out, "_width", 300)
 
     def run(*args: str) -> Result:
         return CliRunner().invoke(app, [*args, "--config", str(SAMPLE_CONFIG), "--index", str(index_dir)],
@@ -155,7 +155,7 @@ def test_replay_of_a_file_that_is_not_a_result(invoke: Invoke, tmp_path: Path) -
 def test_demo_runs_and_stops_on_the_restricted_question(tmp_path: Path, cache_dir: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli.out, "_width", 300)
+    monkeypatch.setattr(cli_runtime.out, "_width", 300)
     result = ok(CliRunner().invoke(app, ["demo", "--index", str(tmp_path / "demo")], env=_env(cache_dir)))
     text = flat(result.stdout)
     assert "STOP" in text

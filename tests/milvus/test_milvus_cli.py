@@ -15,7 +15,8 @@ pytest.importorskip("milvus_lite")
 
 from typer.testing import CliRunner, Result
 
-from evidex.interfaces.cli import app, build_config
+from evidex.interfaces.cli import app
+from evidex.interfaces.cli_runtime import build_config
 from evidex.stores.milvus import MilvusStore
 
 Invoke = Callable[..., Result]

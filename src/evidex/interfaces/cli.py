@@ -1,135 +1,49 @@
-"""The `evidex` command line: a thin layer over `Engine`. Domain errors become one-line messages and
-exit codes here, in one place."""
+"""The `evidex` command line: a thin layer over `Engine`. Domain errors become one-line messages and exit
+codes in `cli_runtime.run`, in one place."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from evidex.admission.gate import AccessRule, CitationRule, GatePolicy, Principal
 from evidex.agent import ask
-from evidex.config import Config, load_config
+from evidex.config import load_config
 from evidex.embedding.cache import EmbeddingCache
 from evidex.engine import Engine, configured_embedder, ready_to_serve
-from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
 from evidex.evidence.plan import plan_from_dict
-from evidex.ingest.provenance import format_time, parse_time
-from evidex.interfaces import tool
+from evidex.ingest.provenance import format_time
+from evidex.interfaces import cli_agents, tool
+from evidex.interfaces.cli_runtime import (
+    AtOpt,
+    ConfigOpt,
+    IndexOpt,
+    err,
+    open_engine,
+    out,
+    parse_retrieved_at,
+    plural,
+    progress_bar,
+    run,
+)
 from evidex.interfaces.render import render_eval, render_result
 from evidex.result import decision_json, first_difference
-from evidex.stores.sqlite import INDEX_FILE
 from evidex.types import Candidate, IngestReport, RetrievalMode
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="evidex: evidence-aware retrieval for engineering knowledge bases.")
-dead_letters_app = typer.Typer(invoke_without_command=True, help="Documents that failed to load, with reasons.")
-app.add_typer(dead_letters_app, name="dead-letters")
-
-out = Console()
-err = Console(stderr=True)
-
-EXIT_CODES: dict[type[EvidexError], int] = {ConfigError: 3, IngestError: 4, StoreError: 5, BackendUnavailable: 6}
-
-T = TypeVar("T")
-
-ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="evidex.toml (default: ./evidex.toml)",
-                                                envvar="EVIDEX_CONFIG")]
-IndexOpt = Annotated[Path | None, typer.Option("--index", help="index directory (overrides index.path)")]
 
 
-def build_config(config: Path | None, index: Path | None) -> Config:
-    cfg = load_config(config)
-    if index is not None:
-        cfg = cfg.replace(index={"path": str(index.resolve())})
-    return cfg
-
-
-def run(action: Callable[[], T]) -> T:
-    """Run an action, turning evidex errors into a message and an exit code."""
-    try:
-        return action()
-    except EvidexError as exc:
-        code = next((c for cls, c in EXIT_CODES.items() if isinstance(exc, cls)), 1)
-        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
-        raise typer.Exit(code) from None
-    except sqlite3.OperationalError as exc:  # locked, disk full, read-only: the file itself is fine
-        err.print(f"[bold red]error:[/] a database could not be used ({escape(str(exc))}): another process may "
-                  "hold it (an ingest), or its disk is full or read-only", highlight=False, markup=True,
-                  soft_wrap=True)
-        raise typer.Exit(1) from None
-    except sqlite3.DatabaseError as exc:  # a damaged index file, found wherever it is first read
-        err.print(f"[bold red]error:[/] the index database is damaged or not an evidex index ({escape(str(exc))}): "
-                  "restore it from a backup or an `evidex export`, or ingest into a new index",
-                  highlight=False, markup=True, soft_wrap=True)
-        raise typer.Exit(1) from None
-
-
-@contextmanager
-def progress_bar(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
-    if not enabled:
-        yield lambda phase, done, total: None
-        return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=False) as bar:
-        tasks: dict[str, Any] = {}
-
-        def update(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total or None)
-            bar.update(tasks[phase], completed=done, total=total or None)
-
-        yield update
-
-
-def open_engine(config: Path | None, index: Path | None, *, create: bool = False) -> Engine:
-    """The engine on the configured index. Only `create` (ingest, import) may start a new one: a mistyped
-    --index or config would otherwise answer every question from an empty index."""
-    cfg = run(lambda: build_config(config, index))
-    if not create:
-        require_index(cfg)
-    return run(lambda: Engine.open(cfg))
-
-
-def require_index(cfg: Config) -> None:
-    path = cfg.index_dir / INDEX_FILE
-    if cfg.index_dir.is_file():
-        err.print(f"[bold red]error:[/] {escape(str(cfg.index_dir))} is a file, not an index folder: point --index / "
-                  "the config at the folder ingest wrote", highlight=False, soft_wrap=True)
-        raise typer.Exit(2)
-    missing: str | None = None  # what is missing ("": the index file)
-    if cfg.index.backend == "sqlite" and not path.is_file():
-        missing = ""
-    elif cfg.index.backend == "milvus":  # the Lite file, or the collection (a moved folder derives another name)
-        from evidex.stores.milvus import missing_index
-
-        missing = run(lambda: missing_index(cfg, token=cfg.milvus_token))
-    if missing is not None:
-        where = f"{cfg.index_dir} ({missing})" if missing else str(cfg.index_dir)
-        err.print(f"[bold red]error:[/] no index at {escape(where)}: ingest documents first "
-                  "(evidex ingest DIR) or point --index / the config at an existing index",
-                  highlight=False, soft_wrap=True)
-        raise typer.Exit(2)
-    if cfg.index.backend == "sqlite" and path.stat().st_size == 0:  # SQLite would take it for a new, empty index
-        err.print(f"[bold red]error:[/] {escape(str(path))} is empty (0 bytes): nothing was ever committed to it. "
-                  "Ingest documents to start the index there, or point --index at another", highlight=False,
-                  soft_wrap=True)
-        raise typer.Exit(2)
-
-
-@app.command("ingest")
 def ingest_cmd(
     paths: Annotated[list[Path], typer.Argument(help="directories or files (markdown, text, HTML, JSONL)")],
     metadata: Annotated[Path | None, typer.Option("--metadata", help="provenance overlay (JSONL by source)")] = None,
@@ -198,74 +112,17 @@ def _print_problems(report: IngestReport, gated: bool, live: set[str]) -> None:
                   highlight=False)
 
 
-def _candidate_dict(c: Candidate) -> dict[str, Any]:
-    ch = c.chunk
-    p = ch.provenance
-    return {
-        "record_id": ch.record_id, "score": round(c.score, 6), "source": ch.source, "title": ch.title,
-        "heading": ch.heading, "citation_anchor": ch.citation_anchor, "citation_uri": p.citation_uri,
-        "evidence_family": p.evidence_family, "dense_score": c.dense_score, "sparse_score": c.sparse_score,
-        "span": [ch.span_start, ch.span_end], "source_version": p.source_version,
-        "published_at": format_time(p.published_at), "expires_at": format_time(p.expires_at),
-        "access_labels": list(p.access_labels), "owner": p.owner, "superseded_by": p.superseded_by,
-        "authority_tier": p.authority_tier, "batch_id": ch.batch_id, "text": ch.text,
-    }
+def _first_five(names: Sequence[str]) -> str:
+    """A list of names for one line: the first five, and "..." when there are more."""
+    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
 
 
-@app.command("search")
-def search_cmd(
-    query: Annotated[str, typer.Argument(help="the question")],
-    k: Annotated[int, typer.Option("--k", "-k", min=1, max=200)] = 10,
-    mode: Annotated[str, typer.Option(help="bm25 | dense | hybrid")] = "hybrid",
-    config: ConfigOpt = None, index: IndexOpt = None,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Ranked chunks with source, anchor and provenance: plain retrieval for operators, with no admission gate
-    (`evidex query` runs the decision)."""
-    try:
-        retrieval_mode = RetrievalMode.from_str(mode)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--mode") from None
-    with open_engine(config, index) as engine:
-        hits = run(lambda: engine.search(query, k=k, mode=retrieval_mode))
-        if json_out:
-            out.print_json(data={"query": query, "mode": retrieval_mode.value, "k": k,
-                                 "snapshot_id": engine.store.snapshot_id(), "config_hash": engine.config.hash(),
-                                 "results": [_candidate_dict(c) for c in hits]})
-            return
-    for rank, c in enumerate(hits, start=1):
-        ch = c.chunk
-        anchor = f"#{ch.citation_anchor}" if ch.citation_anchor else ""
-        out.print(f"[bold]{rank:>2}.[/] {c.score:.3f}  [cyan]{escape(ch.source + anchor)}[/]  {escape(ch.title)}"
-                  f"{' — ' + escape(ch.heading) if ch.heading else ''}", highlight=False)
-        family = ch.provenance.evidence_family or "-"
-        out.print(f"     family={family} version={ch.provenance.source_version or '-'} id={ch.record_id}",
-                  style="dim", highlight=False)
-        snippet = " ".join(ch.text.split())[:200]
-        out.print(f"     {snippet}", highlight=False, markup=False)
-
-
-@app.command("show")
-def show_cmd(record_id: str, config: ConfigOpt = None, index: IndexOpt = None) -> None:
-    """One record with its provenance and text."""
-    with open_engine(config, index) as engine:
-        chunk = run(lambda: engine.show(record_id))
-    if chunk is None:
-        err.print(f"[bold red]error:[/] no live record {record_id!r}")
-        raise typer.Exit(1)
-    data = _candidate_dict(Candidate(chunk=chunk, score=0.0))
-    data.pop("score")
-    out.print_json(data=data)
-
-
-@app.command("stats")
 def stats_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
     """Documents, chunks, batches, dead letters and families in the index."""
     with open_engine(config, index) as engine:
         out.print_json(data=run(engine.stats))
 
 
-@app.command("batches")
 def batches_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
     """Every ingest batch with its status."""
     with open_engine(config, index) as engine:
@@ -279,16 +136,6 @@ def batches_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
                   f"{b.unchanged} unchanged · {b.dead_letters} dead letters", highlight=False)
 
 
-def _first_five(names: Sequence[str]) -> str:
-    """A list of names for one line: the first five, and "..." when there are more."""
-    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-@app.command("rollback")
 def rollback_cmd(
     batch_id: Annotated[str | None, typer.Argument(help="batch to undo (default: the last one)")] = None,
     config: ConfigOpt = None, index: IndexOpt = None,
@@ -299,12 +146,15 @@ def rollback_cmd(
         finished = list(engine.store.finished_rollbacks)
     for done in finished:
         out.print(f"finished the interrupted rollback of batch [bold]{done}[/]")
-    counts = f"{info.added} chunks removed, {_count(info.replaced + info.retired, 'document')} restored"
+    counts = f"{info.added} chunks removed, {plural(info.replaced + info.retired, 'document')} restored"
     if info.batch_id in finished:
         out.print(f"no other batch was rolled back ({info.batch_id}: {counts}); run `evidex rollback` again "
                   "to undo the batch before it", highlight=False)
         return
     out.print(f"rolled back batch [bold]{info.batch_id}[/] ({counts})")
+
+
+dead_letters_app = typer.Typer(invoke_without_command=True, help="Documents that failed to load, with reasons.")
 
 
 @dead_letters_app.callback()
@@ -342,7 +192,272 @@ def dead_letters_retry_cmd(
     _print_problems(report, gated, live)
 
 
-@app.command("setup")
+def export_cmd(directory: Annotated[Path, typer.Argument(help="where to write the portable index")],
+               config: ConfigOpt = None, index: IndexOpt = None) -> None:
+    """Write the index (chunks, vectors, provenance, batches, dead letters) to a portable directory."""
+    from evidex.stores.transfer import export_index
+
+    with open_engine(config, index) as engine:
+        manifest = run(lambda: export_index(engine.store, directory))
+    out.print_json(data=manifest)
+
+
+def import_cmd(directory: Annotated[Path, typer.Argument(help="a directory written by `evidex export`")],
+               config: ConfigOpt = None, index: IndexOpt = None) -> None:
+    """Load an exported index into this configuration's (empty) store, without re-embedding."""
+    from evidex.stores.transfer import import_index
+
+    with open_engine(config, index, create=True) as engine:
+        manifest = run(lambda: import_index(directory, engine.store))
+    out.print_json(data=manifest)
+
+
+def _candidate_dict(c: Candidate) -> dict[str, Any]:
+    ch = c.chunk
+    p = ch.provenance
+    return {
+        "record_id": ch.record_id, "score": round(c.score, 6), "source": ch.source, "title": ch.title,
+        "heading": ch.heading, "citation_anchor": ch.citation_anchor, "citation_uri": p.citation_uri,
+        "evidence_family": p.evidence_family, "dense_score": c.dense_score, "sparse_score": c.sparse_score,
+        "span": [ch.span_start, ch.span_end], "source_version": p.source_version,
+        "published_at": format_time(p.published_at), "expires_at": format_time(p.expires_at),
+        "access_labels": list(p.access_labels), "owner": p.owner, "superseded_by": p.superseded_by,
+        "authority_tier": p.authority_tier, "batch_id": ch.batch_id, "text": ch.text,
+    }
+
+
+def search_cmd(
+    query: Annotated[str, typer.Argument(help="the question")],
+    k: Annotated[int, typer.Option("--k", "-k", min=1, max=200)] = 10,
+    mode: Annotated[str, typer.Option(help="bm25 | dense | hybrid")] = "hybrid",
+    config: ConfigOpt = None, index: IndexOpt = None,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Ranked chunks with source, anchor and provenance: plain retrieval for operators, with no admission gate
+    (`evidex query` runs the decision)."""
+    try:
+        retrieval_mode = RetrievalMode.from_str(mode)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--mode") from None
+    with open_engine(config, index) as engine:
+        hits = run(lambda: engine.search(query, k=k, mode=retrieval_mode))
+        if json_out:
+            out.print_json(data={"query": query, "mode": retrieval_mode.value, "k": k,
+                                 "snapshot_id": engine.store.snapshot_id(), "config_hash": engine.config.hash(),
+                                 "results": [_candidate_dict(c) for c in hits]})
+            return
+    for rank, c in enumerate(hits, start=1):
+        ch = c.chunk
+        anchor = f"#{ch.citation_anchor}" if ch.citation_anchor else ""
+        out.print(f"[bold]{rank:>2}.[/] {c.score:.3f}  [cyan]{escape(ch.source + anchor)}[/]  {escape(ch.title)}"
+                  f"{' — ' + escape(ch.heading) if ch.heading else ''}", highlight=False)
+        family = ch.provenance.evidence_family or "-"
+        out.print(f"     family={family} version={ch.provenance.source_version or '-'} id={ch.record_id}",
+                  style="dim", highlight=False)
+        snippet = " ".join(ch.text.split())[:200]
+        out.print(f"     {snippet}", highlight=False, markup=False)
+
+
+def show_cmd(record_id: str, config: ConfigOpt = None, index: IndexOpt = None) -> None:
+    """One record with its provenance and text."""
+    with open_engine(config, index) as engine:
+        chunk = run(lambda: engine.show(record_id))
+    if chunk is None:
+        err.print(f"[bold red]error:[/] no live record {record_id!r}")
+        raise typer.Exit(1)
+    data = _candidate_dict(Candidate(chunk=chunk, score=0.0))
+    data.pop("score")
+    out.print_json(data=data)
+
+
+def _check_question(query: str, aspect_focus: str | None = None, k: int = tool.DEFAULT_K) -> None:
+    """The tool's own checks, as HTTP and MCP apply them (an empty query had answered with ten arbitrary
+    sources here, and with 400 there)."""
+    try:
+        tool.parse_arguments({"query": query, "aspect_focus": aspect_focus, "k": k})
+    except tool.ToolInputError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _principal(name: str | None, labels: str | None, engine: Engine) -> Principal:
+    if name is None and labels is None:
+        return engine.default_principal()
+    label_list = [x.strip() for x in (labels or "").split(",") if x.strip()]
+    return Principal.of(name or engine.config.gate.default_principal, label_list)
+
+
+def _unreadable_hint(engine: Engine, who: Principal) -> str | None:
+    """Why nothing was admitted, when the principal could not have been admitted anything: the gate fails closed,
+    and the searches the question steers see only what the principal may read, so nothing was even rejected."""
+    if not who.labels:
+        return (f"hint: principal {escape(who.name)!r} holds no access labels, so no page can be admitted: pass "
+                "--labels LABEL[,LABEL] (or set \\[gate] default_labels in evidex.toml)")
+    held = run(engine.stats).get("access_labels")
+    if held is None or set(who.labels) & set(held):
+        return None
+    unlabelled = f"; {held['-']} chunks carry no label at all and are never admitted" if held.get("-") else ""
+    # The labels themselves are not listed: a query's output is no place for what else the index guards.
+    return (f"hint: no indexed page carries any of the labels {escape(', '.join(who.labels))}{unlabelled} (an "
+            "operator sees every label in `evidex stats`; give access_labels in front matter or a --metadata "
+            "overlay)")
+
+
+PrincipalOpt = Annotated[str | None, typer.Option("--principal", help="who asks (default: gate.default_principal)")]
+LabelsOpt = Annotated[str | None, typer.Option("--labels", help="comma-separated access labels of the principal")]
+
+
+def query_cmd(
+    query: Annotated[str, typer.Argument(help="the question")],
+    aspect_focus: Annotated[str | None, typer.Option("--aspect-focus", help="steer the plan to this aspect")] = None,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, max=50)] = 10,
+    principal: PrincipalOpt = None, labels: LabelsOpt = None, retrieved_at: AtOpt = None,
+    config: ConfigOpt = None, index: IndexOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
+) -> None:
+    """The decision for a question: evidence with citations, families, rejections, signals, recommendation."""
+    _check_question(query, aspect_focus, k)
+    at = parse_retrieved_at(retrieved_at)
+    with open_engine(config, index) as engine:
+        who = _principal(principal, labels, engine)
+        result = run(lambda: engine.search_with_reasoning(query, aspect_focus, k=k, principal=who,
+                                                          retrieved_at=at))
+        hint = None if result["evidence"] else _unreadable_hint(engine, who)
+    if json_out:
+        sys.stdout.write(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    else:
+        render_result(out, result)
+    if hint:
+        err.print(hint, highlight=False, soft_wrap=True)
+
+
+def _other_snapshot(result: dict[str, Any]) -> dict[str, Any]:
+    """`result` without its snapshot id, in both places it is kept (to compare decisions of two snapshots)."""
+    out = {**result, "index": {k: v for k, v in result["index"].items() if k != "snapshot_id"}}
+    if isinstance(result.get("retrieval_metadata"), dict):
+        out["retrieval_metadata"] = {k: v for k, v in result["retrieval_metadata"].items() if k != "index_snapshot"}
+    return out
+
+
+def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved with `query --json`")],
+               config: ConfigOpt = None, index: IndexOpt = None) -> None:
+    """Re-run a saved result's request; report identical, or the first difference."""
+    try:
+        saved = json.loads(result_file.read_text(encoding="utf-8"))
+        req = saved["request"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(result_file))} is not a saved evidex result ({escape(str(exc))})")
+        raise typer.Exit(4) from None
+    with open_engine(config, index) as engine:
+        who = Principal.of(req["principal"]["name"], req["principal"]["labels"]) if req["principal"] else None
+        plan = plan_from_dict(req["plan"]) if req.get("plan") else None
+        fresh = run(lambda: engine.search_with_reasoning(req["query"], req["aspect_focus"], k=req["k"],
+                                                         principal=who,
+                                                         retrieved_at=parse_retrieved_at(req["retrieved_at"]),
+                                                         plan=plan))
+    snapshot, cfg_hash = fresh["index"]["snapshot_id"], fresh["index"]["config_hash"]
+    moved = saved["index"]["snapshot_id"] != snapshot
+    if moved or saved["index"]["config_hash"] != cfg_hash:
+        out.print(f"[yellow]note:[/] saved on snapshot {saved['index']['snapshot_id']} / config "
+                  f"{saved['index']['config_hash']}; now {snapshot} / {cfg_hash}")
+    if decision_json(saved) == decision_json(fresh):
+        out.print("identical: the same request on this snapshot gives the same decision, byte for byte")
+        return
+    if moved and decision_json(_other_snapshot(saved)) == decision_json(_other_snapshot(fresh)):
+        # A rollback, or a batch that changed nothing (re-ingested files), makes a new snapshot, not a new decision.
+        # (A new document usually moves scores a little: BM25's word statistics cover every record.)
+        out.print("identical but for the snapshot id: the index was written to since, but nothing this decision "
+                  "reads changed")
+        return
+    without_cost = [{k: v for k, v in r.items() if k != "cost"} for r in (saved, fresh)]
+    out.print(f"[bold red]different[/] at {escape(first_difference(without_cost[0], without_cost[1]) or '?')}")
+    raise typer.Exit(1)
+
+
+def verify_cmd(record_id: str,
+               claim: Annotated[str, typer.Option("--claim", help="what the person checked against the source")],
+               by: Annotated[str, typer.Option("--by", help="who checked it")],
+               config: ConfigOpt = None, index: IndexOpt = None) -> None:
+    """Record a human verification of a claim against a record's current source version."""
+    with open_engine(config, index) as engine:
+        v = run(lambda: engine.verify(record_id, claim=claim, by=by))
+    out.print(f"recorded: {v.record_id} verified by {escape(v.verified_by)} at {format_time(v.verified_at)} "
+              f"(source version {escape(v.source_version)})")
+
+
+DEMO_QUESTIONS = [
+    ("A composite question (its aspects planned automatically)",
+     "A new `checkout` service needs its Postgres password from Vaultline. How should the pod authenticate "
+     "without a long-lived token, how does the secret get into the container and get renewed, and which role "
+     "grant lets the team read only the secret path it needs?"),
+    ("An expired page superseded by a fresh one",
+     "What is the rollback procedure for a bad release that is already serving all production traffic?"),
+    ("A question whose only evidence is restricted",
+     "What is the break-glass procedure for the Vaultline root token?"),
+]
+DEMO_INSTANT = "2026-11-30T00:00:00Z"
+
+
+def demo_cmd(index: Annotated[Path, typer.Option("--index", help="where the demo index lives")] = Path(".evidex/demo"),
+             ) -> None:
+    """Ingest the bundled handbook and answer three questions as an engineering-read principal."""
+    sample = resources.files("evidex").joinpath("sample")
+    with resources.as_file(sample) as sample_dir:
+        cfg = run(lambda: load_config(sample_dir / "evidex.toml")).replace(index={"path": str(index.resolve())})
+        engine = run(lambda: Engine.open(cfg))
+        with engine, progress_bar(sys.stderr.isatty()) as bar:
+            report = run(lambda: engine.ingest([sample_dir / "handbook"], label="demo", progress=bar))
+            out.print(f"ingested the Northwind handbook into {index}: {report.documents} pages "
+                      f"({report.unchanged_documents} unchanged), {report.added_chunks} chunks added")
+            at = parse_retrieved_at(DEMO_INSTANT)
+            for title, question in DEMO_QUESTIONS:
+                out.rule(f"[bold]{title}")
+                result = run(lambda q=question: engine.search_with_reasoning(q, retrieved_at=at))  # type: ignore[misc]
+                render_result(out, result, show_text=False)
+    out.print("\nTry: .venv/bin/evidex query \"how do I rotate the transit key?\" --index .evidex/demo "
+              "-c src/evidex/sample/evidex.toml --labels engineering-read")
+
+
+def ask_cmd(
+    question: Annotated[str, typer.Argument(help="the question")],
+    max_rounds: Annotated[int, typer.Option("--max-rounds", min=1, max=6)] = 3,
+    principal: PrincipalOpt = None, labels: LabelsOpt = None, retrieved_at: AtOpt = None,
+    config: ConfigOpt = None, index: IndexOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the transcript as JSON")] = False,
+) -> None:
+    """The reference agent loop: call the tool, follow its recommendation (re-query with an aspect focus,
+    bounded), print the final evidence with citations and a log of each decision."""
+    _check_question(question)
+    at = parse_retrieved_at(retrieved_at)
+    with open_engine(config, index) as engine:
+        who = _principal(principal, labels, engine)
+        transcript = run(lambda: ask(lambda q, f: engine.search_with_reasoning(q, f, principal=who, retrieved_at=at),
+                                     question, max_rounds=max_rounds))
+        hint = None if transcript.evidence else _unreadable_hint(engine, who)
+    if hint:
+        err.print(hint, highlight=False, soft_wrap=True)
+    if json_out:
+        sys.stdout.write(json.dumps(transcript.to_dict(), indent=2, sort_keys=True) + "\n")
+        return
+    for r in transcript.rounds:
+        focus = f" (aspect_focus: {escape(r['aspect_focus'])})" if r["aspect_focus"] else ""
+        out.print(f"[bold]round {r['round']}[/]{focus}: {r['action']} — {escape(r['reason'])}; "
+                  f"missing aspects: {escape(', '.join(r['aspects_missing']) or 'none')}; "
+                  f"+{len(r['new_evidence'])} evidence")
+        if r.get("note"):
+            out.print(f"  [green]{escape(r['note'])}[/]")
+    out.print(f"final: [bold]{transcript.final_action}[/] — {escape(transcript.final_reason)}"
+              f"{'; ask ' + escape(transcript.owner) if transcript.owner else ''}")
+    if not transcript.evidence:
+        return
+    # Evidence the loop did not accept is still shown, and said to be so: it is what an agent would cite.
+    verdict = "" if transcript.final_action == "proceed" else f" (not enough to answer: {transcript.final_action})"
+    out.print(f"evidence, {plural(len(transcript.evidence), 'chunk')}{verdict}:")
+    for number, c in enumerate(transcript.evidence.values(), 1):
+        # Unbroken: a citation URL cut by a line break can be neither clicked nor copied.
+        out.print(f"  {number:>2}. {escape(c['citation'] or c['source'])}  [dim](round {c['round']})[/]",
+                  highlight=False, soft_wrap=True)
+
+
 def setup_cmd(config: ConfigOpt = None) -> None:
     """Build the default embedding model (ONNX int8, from the packaged weights; no download)."""
     cfg = run(lambda: load_config(config))
@@ -350,11 +465,21 @@ def setup_cmd(config: ConfigOpt = None) -> None:
     out.print(f"embedder ready: {embedder.fingerprint} (dim {embedder.dim})")
 
 
+def export_cross_encoder_cmd(
+    source: Annotated[Path, typer.Argument(help="a local transformers / sentence-transformers cross-encoder")],
+    target: Annotated[Path, typer.Argument(help="where to write model.onnx, tokenizer.json and config.json")],
+    int8: Annotated[bool, typer.Option("--int8", help="quantise the weights (about 2x faster on a CPU)")] = False,
+) -> None:
+    """Export a cross-encoder to ONNX once (needs torch), so `evidence.cross_encoder_dir` runs it without."""
+    from evidex.rerank.cross_encoder import export_onnx
+
+    written = run(lambda: export_onnx(source.expanduser(), target.expanduser(), int8=int8))
+    out.print(f"wrote {written}: set cross_encoder_dir = \"{written}\" in the \\[evidence] section of "
+              "evidex.toml", highlight=False)
 
 
 cache_app = typer.Typer(invoke_without_command=True,
                         help="The embedding cache every index shares: what it holds; prune what no model in use needs.")
-app.add_typer(cache_app, name="cache")
 
 
 @contextmanager
@@ -416,16 +541,15 @@ def cache_prune_cmd(
             out.print("nothing to prune: the cache holds only the vectors of models kept", highlight=False)
             return
         if dry_run:
-            out.print(f"would delete {_count(sum(doomed.values()), 'vector')} of {_count(len(doomed), 'other model')}"
+            out.print(f"would delete {plural(sum(doomed.values()), 'vector')} of {plural(len(doomed), 'other model')}"
                       + "".join(f"\n  {escape(m)}: {n}" for m, n in doomed.items()), highlight=False)
             return
         deleted = run(lambda: cache.drop_models(keep))
         after = _cache_bytes(cache.path)
-    out.print(f"deleted {_count(deleted, 'vector')} of {_count(len(doomed), 'other model')}: "
+    out.print(f"deleted {plural(deleted, 'vector')} of {plural(len(doomed), 'other model')}: "
               f"{before['bytes'] / 1e6:.1f} MB -> {after / 1e6:.1f} MB", highlight=False)
 
 
-@app.command("eval")
 def eval_cmd(
     corpus: Annotated[list[Path], typer.Option("--corpus", help="corpus file or directory (repeatable)")],
     questions: Annotated[Path | None, typer.Option("--questions", help="questions.jsonl")] = None,
@@ -454,7 +578,7 @@ def eval_cmd(
         cfg = run(lambda: cfg.replace(index={"backend": backend}))
     who = Principal.of("eval", [x.strip() for x in principal_labels.split(",") if x.strip()]) \
         if principal_labels is not None else None
-    at = _instant(retrieved_at) if who is not None else None
+    at = parse_retrieved_at(retrieved_at) if who is not None else None
     if who is not None and at is None:
         at = datetime.now(UTC).replace(microsecond=0)
     qs = run(lambda: load_questions(questions) if questions else load_beir(queries, qrels))  # type: ignore[arg-type]
@@ -478,133 +602,6 @@ def eval_cmd(
         out.print(f"wrote {json_path}")
 
 
-def _check_question(query: str, aspect_focus: str | None = None, k: int = tool.DEFAULT_K) -> None:
-    """The tool's own checks, as HTTP and MCP apply them (an empty query had answered with ten arbitrary
-    sources here, and with 400 there)."""
-    try:
-        tool.parse_arguments({"query": query, "aspect_focus": aspect_focus, "k": k})
-    except tool.ToolInputError as exc:
-        raise typer.BadParameter(str(exc)) from None
-
-
-def _principal(name: str | None, labels: str | None, engine: Engine) -> Principal:
-    if name is None and labels is None:
-        return engine.default_principal()
-    label_list = [x.strip() for x in (labels or "").split(",") if x.strip()]
-    return Principal.of(name or engine.config.gate.default_principal, label_list)
-
-
-def _unreadable_hint(engine: Engine, who: Principal) -> str | None:
-    """Why nothing was admitted, when the principal could not have been admitted anything: the gate fails closed,
-    and the searches the question steers see only what the principal may read, so nothing was even rejected."""
-    if not who.labels:
-        return (f"hint: principal {escape(who.name)!r} holds no access labels, so no page can be admitted: pass "
-                "--labels LABEL[,LABEL] (or set \\[gate] default_labels in evidex.toml)")
-    held = run(engine.stats).get("access_labels")
-    if held is None or set(who.labels) & set(held):
-        return None
-    unlabelled = f"; {held['-']} chunks carry no label at all and are never admitted" if held.get("-") else ""
-    # The labels themselves are not listed: a query's output is no place for what else the index guards.
-    return (f"hint: no indexed page carries any of the labels {escape(', '.join(who.labels))}{unlabelled} (an "
-            "operator sees every label in `evidex stats`; give access_labels in front matter or a --metadata "
-            "overlay)")
-
-
-def _instant(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return parse_time(value, "--retrieved-at", "command line")
-    except IngestError as exc:
-        raise typer.BadParameter(exc.reason, param_hint="--retrieved-at") from None
-
-
-PrincipalOpt = Annotated[str | None, typer.Option("--principal", help="who asks (default: gate.default_principal)")]
-LabelsOpt = Annotated[str | None, typer.Option("--labels", help="comma-separated access labels of the principal")]
-AtOpt = Annotated[str | None, typer.Option("--retrieved-at", help="pinned instant, ISO 8601 (default: now)")]
-
-
-@app.command("query")
-def query_cmd(
-    query: Annotated[str, typer.Argument(help="the question")],
-    aspect_focus: Annotated[str | None, typer.Option("--aspect-focus", help="steer the plan to this aspect")] = None,
-    k: Annotated[int, typer.Option("--k", "-k", min=1, max=50)] = 10,
-    principal: PrincipalOpt = None, labels: LabelsOpt = None, retrieved_at: AtOpt = None,
-    config: ConfigOpt = None, index: IndexOpt = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
-) -> None:
-    """The decision for a question: evidence with citations, families, rejections, signals, recommendation."""
-    _check_question(query, aspect_focus, k)
-    at = _instant(retrieved_at)
-    with open_engine(config, index) as engine:
-        who = _principal(principal, labels, engine)
-        result = run(lambda: engine.search_with_reasoning(query, aspect_focus, k=k, principal=who,
-                                                          retrieved_at=at))
-        hint = None if result["evidence"] else _unreadable_hint(engine, who)
-    if json_out:
-        sys.stdout.write(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    else:
-        render_result(out, result)
-    if hint:
-        err.print(hint, highlight=False, soft_wrap=True)
-
-
-def _other_snapshot(result: dict[str, Any]) -> dict[str, Any]:
-    """`result` without its snapshot id, in both places it is kept (to compare decisions of two snapshots)."""
-    out = {**result, "index": {k: v for k, v in result["index"].items() if k != "snapshot_id"}}
-    if isinstance(result.get("retrieval_metadata"), dict):
-        out["retrieval_metadata"] = {k: v for k, v in result["retrieval_metadata"].items() if k != "index_snapshot"}
-    return out
-
-
-@app.command("replay")
-def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved with `query --json`")],
-               config: ConfigOpt = None, index: IndexOpt = None) -> None:
-    """Re-run a saved result's request; report identical, or the first difference."""
-    try:
-        saved = json.loads(result_file.read_text(encoding="utf-8"))
-        req = saved["request"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        err.print(f"[bold red]error:[/] {escape(str(result_file))} is not a saved evidex result ({escape(str(exc))})")
-        raise typer.Exit(4) from None
-    with open_engine(config, index) as engine:
-        who = Principal.of(req["principal"]["name"], req["principal"]["labels"]) if req["principal"] else None
-        plan = plan_from_dict(req["plan"]) if req.get("plan") else None
-        fresh = run(lambda: engine.search_with_reasoning(req["query"], req["aspect_focus"], k=req["k"],
-                                                         principal=who, retrieved_at=_instant(req["retrieved_at"]),
-                                                         plan=plan))
-    snapshot, cfg_hash = fresh["index"]["snapshot_id"], fresh["index"]["config_hash"]
-    moved = saved["index"]["snapshot_id"] != snapshot
-    if moved or saved["index"]["config_hash"] != cfg_hash:
-        out.print(f"[yellow]note:[/] saved on snapshot {saved['index']['snapshot_id']} / config "
-                  f"{saved['index']['config_hash']}; now {snapshot} / {cfg_hash}")
-    if decision_json(saved) == decision_json(fresh):
-        out.print("identical: the same request on this snapshot gives the same decision, byte for byte")
-        return
-    if moved and decision_json(_other_snapshot(saved)) == decision_json(_other_snapshot(fresh)):
-        # A rollback, or a batch that changed nothing (re-ingested files), makes a new snapshot, not a new decision.
-        # (A new document usually moves scores a little: BM25's word statistics cover every record.)
-        out.print("identical but for the snapshot id: the index was written to since, but nothing this decision "
-                  "reads changed")
-        return
-    without_cost = [{k: v for k, v in r.items() if k != "cost"} for r in (saved, fresh)]
-    out.print(f"[bold red]different[/] at {escape(first_difference(without_cost[0], without_cost[1]) or '?')}")
-    raise typer.Exit(1)
-
-
-@app.command("verify")
-def verify_cmd(record_id: str,
-               claim: Annotated[str, typer.Option("--claim", help="what the person checked against the source")],
-               by: Annotated[str, typer.Option("--by", help="who checked it")],
-               config: ConfigOpt = None, index: IndexOpt = None) -> None:
-    """Record a human verification of a claim against a record's current source version."""
-    with open_engine(config, index) as engine:
-        v = run(lambda: engine.verify(record_id, claim=claim, by=by))
-    out.print(f"recorded: {v.record_id} verified by {escape(v.verified_by)} at {format_time(v.verified_at)} "
-              f"(source version {escape(v.source_version)})")
-
-
-@app.command("bench")
 def bench_cmd(
     k8s_docs: Annotated[Path | None, typer.Option("--k8s-docs", help="k8s pages (default: ../shared/data/k8s/docs)")]
     = None,
@@ -626,118 +623,24 @@ def bench_cmd(
         json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
 
 
-DEMO_QUESTIONS = [
-    ("A composite question (its aspects planned automatically)",
-     "A new `checkout` service needs its Postgres password from Vaultline. How should the pod authenticate "
-     "without a long-lived token, how does the secret get into the container and get renewed, and which role "
-     "grant lets the team read only the secret path it needs?"),
-    ("An expired page superseded by a fresh one",
-     "What is the rollback procedure for a bad release that is already serving all production traffic?"),
-    ("A question whose only evidence is restricted",
-     "What is the break-glass procedure for the Vaultline root token?"),
-]
-DEMO_INSTANT = "2026-11-30T00:00:00Z"
-
-
-@app.command("demo")
-def demo_cmd(index: Annotated[Path, typer.Option("--index", help="where the demo index lives")] = Path(".evidex/demo"),
-             ) -> None:
-    """Ingest the bundled handbook and answer three questions as an engineering-read principal."""
-    sample = resources.files("evidex").joinpath("sample")
-    with resources.as_file(sample) as sample_dir:
-        cfg = run(lambda: load_config(sample_dir / "evidex.toml")).replace(index={"path": str(index.resolve())})
-        engine = run(lambda: Engine.open(cfg))
-        with engine, progress_bar(sys.stderr.isatty()) as bar:
-            report = run(lambda: engine.ingest([sample_dir / "handbook"], label="demo", progress=bar))
-            out.print(f"ingested the Northwind handbook into {index}: {report.documents} pages "
-                      f"({report.unchanged_documents} unchanged), {report.added_chunks} chunks added")
-            at = _instant(DEMO_INSTANT)
-            for title, question in DEMO_QUESTIONS:
-                out.rule(f"[bold]{title}")
-                result = run(lambda q=question: engine.search_with_reasoning(q, retrieved_at=at))  # type: ignore[misc]
-                render_result(out, result, show_text=False)
-    out.print("\nTry: .venv/bin/evidex query \"how do I rotate the transit key?\" --index .evidex/demo "
-              "-c src/evidex/sample/evidex.toml --labels engineering-read")
-
-
-@app.command("export")
-def export_cmd(directory: Annotated[Path, typer.Argument(help="where to write the portable index")],
-               config: ConfigOpt = None, index: IndexOpt = None) -> None:
-    """Write the index (chunks, vectors, provenance, batches, dead letters) to a portable directory."""
-    from evidex.stores.transfer import export_index
-
-    with open_engine(config, index) as engine:
-        manifest = run(lambda: export_index(engine.store, directory))
-    out.print_json(data=manifest)
-
-
-@app.command("export-cross-encoder")
-def export_cross_encoder_cmd(
-    source: Annotated[Path, typer.Argument(help="a local transformers / sentence-transformers cross-encoder")],
-    target: Annotated[Path, typer.Argument(help="where to write model.onnx, tokenizer.json and config.json")],
-    int8: Annotated[bool, typer.Option("--int8", help="quantise the weights (about 2x faster on a CPU)")] = False,
-) -> None:
-    """Export a cross-encoder to ONNX once (needs torch), so `evidence.cross_encoder_dir` runs it without."""
-    from evidex.rerank.cross_encoder import export_onnx
-
-    written = run(lambda: export_onnx(source.expanduser(), target.expanduser(), int8=int8))
-    out.print(f"wrote {written}: set cross_encoder_dir = \"{written}\" in the \\[evidence] section of "
-              "evidex.toml", highlight=False)
-
-
-@app.command("import")
-def import_cmd(directory: Annotated[Path, typer.Argument(help="a directory written by `evidex export`")],
-               config: ConfigOpt = None, index: IndexOpt = None) -> None:
-    """Load an exported index into this configuration's (empty) store, without re-embedding."""
-    from evidex.stores.transfer import import_index
-
-    with open_engine(config, index, create=True) as engine:
-        manifest = run(lambda: import_index(directory, engine.store))
-    out.print_json(data=manifest)
-
-
-@app.command("ask")
-def ask_cmd(
-    question: Annotated[str, typer.Argument(help="the question")],
-    max_rounds: Annotated[int, typer.Option("--max-rounds", min=1, max=6)] = 3,
-    principal: PrincipalOpt = None, labels: LabelsOpt = None, retrieved_at: AtOpt = None,
-    config: ConfigOpt = None, index: IndexOpt = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print the transcript as JSON")] = False,
-) -> None:
-    """The reference agent loop: call the tool, follow its recommendation (re-query with an aspect focus,
-    bounded), print the final evidence with citations and a log of each decision."""
-    _check_question(question)
-    at = _instant(retrieved_at)
-    with open_engine(config, index) as engine:
-        who = _principal(principal, labels, engine)
-        transcript = run(lambda: ask(lambda q, f: engine.search_with_reasoning(q, f, principal=who, retrieved_at=at),
-                                     question, max_rounds=max_rounds))
-        hint = None if transcript.evidence else _unreadable_hint(engine, who)
-    if hint:
-        err.print(hint, highlight=False, soft_wrap=True)
-    if json_out:
-        sys.stdout.write(json.dumps(transcript.to_dict(), indent=2, sort_keys=True) + "\n")
-        return
-    for r in transcript.rounds:
-        focus = f" (aspect_focus: {escape(r['aspect_focus'])})" if r["aspect_focus"] else ""
-        out.print(f"[bold]round {r['round']}[/]{focus}: {r['action']} — {escape(r['reason'])}; "
-                  f"missing aspects: {escape(', '.join(r['aspects_missing']) or 'none')}; "
-                  f"+{len(r['new_evidence'])} evidence")
-        if r.get("note"):
-            out.print(f"  [green]{escape(r['note'])}[/]")
-    out.print(f"final: [bold]{transcript.final_action}[/] — {escape(transcript.final_reason)}"
-              f"{'; ask ' + escape(transcript.owner) if transcript.owner else ''}")
-    if not transcript.evidence:
-        return
-    # Evidence the loop did not accept is still shown, and said to be so: it is what an agent would cite.
-    verdict = "" if transcript.final_action == "proceed" else f" (not enough to answer: {transcript.final_action})"
-    out.print(f"evidence, {_count(len(transcript.evidence), 'chunk')}{verdict}:")
-    for number, c in enumerate(transcript.evidence.values(), 1):
-        # Unbroken: a citation URL cut by a line break can be neither clicked nor copied.
-        out.print(f"  {number:>2}. {escape(c['citation'] or c['source'])}  [dim](round {c['round']})[/]",
-                  highlight=False, soft_wrap=True)
-
-
-from evidex.interfaces.cli_agents import register  # noqa: E402 - last: cli_agents imports the helpers above
-
-register(app)
+# `evidex --help` lists commands in the order they are added here, then the groups in theirs.
+app.command("ingest")(ingest_cmd)
+app.command("search")(search_cmd)
+app.command("show")(show_cmd)
+app.command("stats")(stats_cmd)
+app.command("batches")(batches_cmd)
+app.command("rollback")(rollback_cmd)
+app.command("setup")(setup_cmd)
+app.command("eval")(eval_cmd)
+app.command("query")(query_cmd)
+app.command("replay")(replay_cmd)
+app.command("verify")(verify_cmd)
+app.command("bench")(bench_cmd)
+app.command("demo")(demo_cmd)
+app.command("export")(export_cmd)
+app.command("export-cross-encoder")(export_cross_encoder_cmd)
+app.command("import")(import_cmd)
+app.command("ask")(ask_cmd)
+app.add_typer(dead_letters_app, name="dead-letters")
+app.add_typer(cache_app, name="cache")
+cli_agents.register(app)  # serve, mcp, tool-schema, and the keys group

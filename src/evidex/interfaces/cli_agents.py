@@ -3,9 +3,6 @@
 
 The web server and the MCP SDK are imported only by the commands that need them, so the rest of the CLI
 starts without them; a missing one is `BackendUnavailable` with the install command.
-
-The CLI helpers (`run`, `open_engine`, `ConfigOpt`, ...) are imported at the bottom of this module: `cli.py`
-registers these commands at its own bottom, and either module may be imported first.
 """
 
 from __future__ import annotations
@@ -21,6 +18,7 @@ from rich.table import Table
 
 from evidex.errors import BackendUnavailable
 from evidex.interfaces import tool
+from evidex.interfaces.cli_runtime import ConfigOpt, IndexOpt, build_config, err, open_engine, out, require_index, run
 from evidex.interfaces.keys import DEFAULT_RATE_PER_MIN, KEYS_FILE, KeyStore, RateLimiter, rates_path
 
 if TYPE_CHECKING:
@@ -237,15 +235,3 @@ def register(app: typer.Typer) -> None:
     app.add_typer(keys_app, name="keys")
     app.command("tool-schema")(tool_schema_cmd)
 
-
-# Last, so that `cli.py` can import `register` from here at its bottom whichever module is imported first.
-from evidex.interfaces.cli import (  # noqa: E402
-    ConfigOpt,
-    IndexOpt,
-    build_config,
-    err,
-    open_engine,
-    out,
-    require_index,
-    run,
-)

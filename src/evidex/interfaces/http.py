@@ -404,7 +404,7 @@ class WorkerParts:
 
     @classmethod
     def from_env(cls) -> WorkerParts:
-        from evidex.interfaces.cli import build_config
+        from evidex.interfaces.cli_runtime import build_config
 
         settings = json.loads(os.environ[WORKER_ENV])
         config = build_config(Path(settings["config"]) if settings["config"] else None, Path(settings["index"]))

@@ -196,7 +196,7 @@ def main() -> None:
     from pathlib import Path
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from evidex.interfaces.cli import build_config
+    from evidex.interfaces.cli_runtime import build_config
 
     config_path = os.environ.get("EVIDEX_CONFIG")
     with Engine.open(build_config(Path(config_path) if config_path else None, None)) as engine:

@@ -1,0 +1,129 @@
+"""What every `evidex` command runs in: the two consoles, evidex errors turned into a one-line message and an
+exit code (`run`, the one place that does it), the options several commands share, and the config and engine
+they open."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from evidex.config import Config, load_config
+from evidex.engine import Engine
+from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
+from evidex.ingest.provenance import parse_time
+from evidex.stores.sqlite import INDEX_FILE
+
+out = Console()
+err = Console(stderr=True)
+
+EXIT_CODES: dict[type[EvidexError], int] = {ConfigError: 3, IngestError: 4, StoreError: 5, BackendUnavailable: 6}
+
+T = TypeVar("T")
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="evidex.toml (default: ./evidex.toml)",
+                                                envvar="EVIDEX_CONFIG")]
+IndexOpt = Annotated[Path | None, typer.Option("--index", help="index directory (overrides index.path)")]
+AtOpt = Annotated[str | None, typer.Option("--retrieved-at", help="pinned instant, ISO 8601 (default: now)")]
+
+
+def build_config(config: Path | None, index: Path | None) -> Config:
+    cfg = load_config(config)
+    if index is not None:
+        cfg = cfg.replace(index={"path": str(index.resolve())})
+    return cfg
+
+
+def run(action: Callable[[], T]) -> T:
+    """Run an action, turning evidex errors into a message and an exit code."""
+    try:
+        return action()
+    except EvidexError as exc:
+        code = next((c for cls, c in EXIT_CODES.items() if isinstance(exc, cls)), 1)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(code) from None
+    except sqlite3.OperationalError as exc:  # locked, disk full, read-only: the file itself is fine
+        err.print(f"[bold red]error:[/] a database could not be used ({escape(str(exc))}): another process may "
+                  "hold it (an ingest), or its disk is full or read-only", highlight=False, markup=True,
+                  soft_wrap=True)
+        raise typer.Exit(1) from None
+    except sqlite3.DatabaseError as exc:  # a damaged index file, found wherever it is first read
+        err.print(f"[bold red]error:[/] the index database is damaged or not an evidex index ({escape(str(exc))}): "
+                  "restore it from a backup or an `evidex export`, or ingest into a new index",
+                  highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
+    if not enabled:
+        yield lambda phase, done, total: None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=False) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total or None)
+            bar.update(tasks[phase], completed=done, total=total or None)
+
+        yield update
+
+
+def open_engine(config: Path | None, index: Path | None, *, create: bool = False) -> Engine:
+    """The engine on the configured index. Only `create` (ingest, import) may start a new one: a mistyped
+    --index or config would otherwise answer every question from an empty index."""
+    cfg = run(lambda: build_config(config, index))
+    if not create:
+        require_index(cfg)
+    return run(lambda: Engine.open(cfg))
+
+
+def require_index(cfg: Config) -> None:
+    path = cfg.index_dir / INDEX_FILE
+    if cfg.index_dir.is_file():
+        err.print(f"[bold red]error:[/] {escape(str(cfg.index_dir))} is a file, not an index folder: point --index / "
+                  "the config at the folder ingest wrote", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    missing: str | None = None  # what is missing ("": the index file)
+    if cfg.index.backend == "sqlite" and not path.is_file():
+        missing = ""
+    elif cfg.index.backend == "milvus":  # the Lite file, or the collection (a moved folder derives another name)
+        from evidex.stores.milvus import missing_index
+
+        missing = run(lambda: missing_index(cfg, token=cfg.milvus_token))
+    if missing is not None:
+        where = f"{cfg.index_dir} ({missing})" if missing else str(cfg.index_dir)
+        err.print(f"[bold red]error:[/] no index at {escape(where)}: ingest documents first "
+                  "(evidex ingest DIR) or point --index / the config at an existing index",
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    if cfg.index.backend == "sqlite" and path.stat().st_size == 0:  # SQLite would take it for a new, empty index
+        err.print(f"[bold red]error:[/] {escape(str(path))} is empty (0 bytes): nothing was ever committed to it. "
+                  "Ingest documents to start the index there, or point --index at another", highlight=False,
+                  soft_wrap=True)
+        raise typer.Exit(2)
+
+
+def parse_retrieved_at(value: str | None) -> datetime | None:
+    """The instant pinned by --retrieved-at (None: now); a malformed one is a usage error."""
+    if value is None:
+        return None
+    try:
+        return parse_time(value, "--retrieved-at", "command line")
+    except IngestError as exc:
+        raise typer.BadParameter(exc.reason, param_hint="--retrieved-at") from None
+
+
+def plural(n: int, noun: str) -> str:
+    """"1 chunk", "2 chunks"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
