@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
@@ -16,14 +16,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from evidex.admission.gate import AccessRule, CitationRule, GatePolicy, Principal
+from evidex.admission.gate import Principal
 from evidex.agent import ask
 from evidex.config import load_config
 from evidex.embedding.cache import EmbeddingCache
 from evidex.engine import Engine, configured_embedder, ready_to_serve
 from evidex.evidence.plan import plan_from_dict
 from evidex.ingest.provenance import format_time
-from evidex.interfaces import cli_agents, tool
+from evidex.interfaces import cli_agents, cli_index, tool
 from evidex.interfaces.cli_runtime import (
     AtOpt,
     ConfigOpt,
@@ -38,178 +38,10 @@ from evidex.interfaces.cli_runtime import (
 )
 from evidex.interfaces.render import render_eval, render_result
 from evidex.result import decision_json, first_difference
-from evidex.types import Candidate, IngestReport, RetrievalMode
+from evidex.types import Candidate, RetrievalMode
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="evidex: evidence-aware retrieval for engineering knowledge bases.")
-
-
-def ingest_cmd(
-    paths: Annotated[list[Path], typer.Argument(help="directories or files (markdown, text, HTML, JSONL)")],
-    metadata: Annotated[Path | None, typer.Option("--metadata", help="provenance overlay (JSONL by source)")] = None,
-    label: Annotated[str, typer.Option(help="a label for this batch")] = "",
-    sync: Annotated[bool, typer.Option("--sync", help="PATHS are the whole corpus: retire indexed documents "
-                                       "no longer in them (deleted files); rollback restores them")] = False,
-    config: ConfigOpt = None, index: IndexOpt = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
-) -> None:
-    """Ingest documents as one batch (unchanged documents are skipped)."""
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:  # a typo, not a document that failed to load: nothing is written
-        err.print(f"[bold red]error:[/] no such file or directory: {escape(', '.join(missing))}",
-                  highlight=False, soft_wrap=True)
-        raise typer.Exit(2)
-    with open_engine(config, index, create=True) as engine, progress_bar(sys.stderr.isatty() and not json_out) as bar:
-        report = run(lambda: engine.ingest(paths, metadata=metadata, label=label, progress=bar, sync=sync))
-        gated = _gated(engine)
-        live = set(engine.store.document_hashes()) if report.dead_letters else set()
-    if json_out:
-        out.print_json(data=report.to_dict())
-        return
-    out.print(f"batch [bold]{report.batch_id or '(none: nothing changed)'}[/]: {report.documents} documents, "
-              f"{report.added_chunks} chunks added ({report.embedded} embedded, {report.cached} from cache), "
-              f"{report.replaced_documents} replaced, {report.unchanged_documents} unchanged, "
-              f"{report.empty_documents} empty, "
-              + (f"{len(report.retired_documents)} retired (gone), " if sync else "")
-              + f"{len(report.dead_letters)} dead letters, {report.seconds:.1f} s")
-    _print_problems(report, gated, live)
-    if report.retired_documents:
-        out.print(f"  retired: {escape(_first_five(report.retired_documents))} ('evidex rollback' restores them)",
-                  highlight=False)
-    if report.sync_skipped:
-        out.print(f"  [yellow]nothing retired[/]: {escape(report.sync_skipped)}", highlight=False)
-
-
-def _gated(engine: Engine) -> bool:
-    """Whether the gate checks access labels or citations (what a page needs to be admitted at all)."""
-    policy = GatePolicy.from_config(engine.config.gate.rules, engine.config.gate.visibility)
-    return bool({AccessRule.name, CitationRule.name} & set(policy.rules))
-
-
-def _print_problems(report: IngestReport, gated: bool, live: set[str]) -> None:
-    """Dead letters (saying when the document's previous version still answers), and written documents the
-    gate will never admit (a page without access labels is otherwise silently never returned)."""
-    for letter in report.dead_letters:
-        kept = " (its previous version stays live)" if letter.source in live else ""
-        out.print(f"  [yellow]dead letter[/] {escape(letter.location or letter.source)}: {escape(letter.reason)}"
-                  f"{kept}", highlight=False)
-    if report.resolved_dead_letters:
-        names = report.resolved_dead_letters
-        out.print(f"  {len(names)} dead letter(s) resolved (loaded now, or the file or JSONL line is gone): "
-                  f"{escape(_first_five(names))}", highlight=False)
-    for warning in report.warnings:
-        out.print(f"  [yellow]warning[/] {escape(warning.source)}: {escape(warning.reason)}", highlight=False)
-    if report.unmatched_overlay_sources:
-        names = report.unmatched_overlay_sources
-        out.print(f"  [yellow]{len(names)} metadata overlay source(s) match no document of this ingest[/] (not "
-                  "applied: a source is the document's path under the folder ingested, or its JSONL 'source'): "
-                  f"{escape(_first_five(names))}", highlight=False)
-    unadmittable = report.without_labels_or_citation
-    if unadmittable and gated:
-        out.print(f"  [yellow]{len(unadmittable)} document(s) the gate will never admit[/] (no access_labels or "
-                  f"no citation_uri; add them in front matter or a --metadata overlay): "
-                  f"{escape(_first_five(unadmittable))}",
-                  highlight=False)
-
-
-def _first_five(names: Sequence[str]) -> str:
-    """A list of names for one line: the first five, and "..." when there are more."""
-    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
-
-
-def stats_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
-    """Documents, chunks, batches, dead letters and families in the index."""
-    with open_engine(config, index) as engine:
-        out.print_json(data=run(engine.stats))
-
-
-def batches_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
-    """Every ingest batch with its status."""
-    with open_engine(config, index) as engine:
-        batches = run(engine.batches)
-    if not batches:
-        out.print("no batches yet: `evidex ingest PATH` writes the first")
-    for b in batches:  # two lines each: a table of nine columns is unreadable in 80 columns
-        finished = b.finished_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if b.finished_at else "-"
-        out.print(f"[bold]{b.batch_id}[/]  {b.status:<11}  {finished}  {escape(b.label)}")
-        out.print(f"  +{b.added} chunks · documents {b.replaced} replaced, {b.retired} retired, "
-                  f"{b.unchanged} unchanged · {b.dead_letters} dead letters", highlight=False)
-
-
-def rollback_cmd(
-    batch_id: Annotated[str | None, typer.Argument(help="batch to undo (default: the last one)")] = None,
-    config: ConfigOpt = None, index: IndexOpt = None,
-) -> None:
-    """Undo the last batch (or a named one) atomically, restoring what it replaced."""
-    with open_engine(config, index) as engine:
-        info = run(lambda: engine.rollback(batch_id))
-        finished = list(engine.store.finished_rollbacks)
-    for done in finished:
-        out.print(f"finished the interrupted rollback of batch [bold]{done}[/]")
-    counts = f"{info.added} chunks removed, {plural(info.replaced + info.retired, 'document')} restored"
-    if info.batch_id in finished:
-        out.print(f"no other batch was rolled back ({info.batch_id}: {counts}); run `evidex rollback` again "
-                  "to undo the batch before it", highlight=False)
-        return
-    out.print(f"rolled back batch [bold]{info.batch_id}[/] ({counts})")
-
-
-dead_letters_app = typer.Typer(invoke_without_command=True, help="Documents that failed to load, with reasons.")
-
-
-@dead_letters_app.callback()
-def dead_letters_cmd(ctx: typer.Context, config: ConfigOpt = None, index: IndexOpt = None) -> None:
-    """List documents that failed to load, with the reason."""
-    if ctx.invoked_subcommand is not None:
-        ctx.obj = (config, index)
-        return
-    with open_engine(config, index) as engine:
-        letters = run(engine.dead_letters)
-    if not letters:
-        out.print("no dead letters")
-        return
-    table = Table("source", "where", "reason", "attempts", "batch")
-    for d in letters:
-        table.add_row(d.source, d.location, d.reason, str(d.attempts), d.batch_id)
-    out.print(table)
-
-
-@dead_letters_app.command("retry")
-def dead_letters_retry_cmd(
-    ctx: typer.Context,
-    metadata: Annotated[Path | None, typer.Option("--metadata")] = None,
-    config: ConfigOpt = None, index: IndexOpt = None,
-) -> None:
-    """Load every dead letter again; those that now load land in a new batch."""
-    given_config, given_index = ctx.obj or (None, None)  # `dead-letters --index X retry` works too
-    with open_engine(config or given_config, index or given_index) as engine:
-        report = run(lambda: engine.retry_dead_letters(metadata=metadata))
-        gated = _gated(engine)
-        live = set(engine.store.document_hashes()) if report.dead_letters else set()
-    fixed = report.documents
-    out.print(f"retried: {fixed} now loaded (batch {report.batch_id or '-'}), "
-              f"{len(report.dead_letters)} still failing")
-    _print_problems(report, gated, live)
-
-
-def export_cmd(directory: Annotated[Path, typer.Argument(help="where to write the portable index")],
-               config: ConfigOpt = None, index: IndexOpt = None) -> None:
-    """Write the index (chunks, vectors, provenance, batches, dead letters) to a portable directory."""
-    from evidex.stores.transfer import export_index
-
-    with open_engine(config, index) as engine:
-        manifest = run(lambda: export_index(engine.store, directory))
-    out.print_json(data=manifest)
-
-
-def import_cmd(directory: Annotated[Path, typer.Argument(help="a directory written by `evidex export`")],
-               config: ConfigOpt = None, index: IndexOpt = None) -> None:
-    """Load an exported index into this configuration's (empty) store, without re-embedding."""
-    from evidex.stores.transfer import import_index
-
-    with open_engine(config, index, create=True) as engine:
-        manifest = run(lambda: import_index(directory, engine.store))
-    out.print_json(data=manifest)
 
 
 def _candidate_dict(c: Candidate) -> dict[str, Any]:
@@ -624,12 +456,12 @@ def bench_cmd(
 
 
 # `evidex --help` lists commands in the order they are added here, then the groups in theirs.
-app.command("ingest")(ingest_cmd)
+app.command("ingest")(cli_index.ingest_cmd)
 app.command("search")(search_cmd)
 app.command("show")(show_cmd)
-app.command("stats")(stats_cmd)
-app.command("batches")(batches_cmd)
-app.command("rollback")(rollback_cmd)
+app.command("stats")(cli_index.stats_cmd)
+app.command("batches")(cli_index.batches_cmd)
+app.command("rollback")(cli_index.rollback_cmd)
 app.command("setup")(setup_cmd)
 app.command("eval")(eval_cmd)
 app.command("query")(query_cmd)
@@ -637,10 +469,10 @@ app.command("replay")(replay_cmd)
 app.command("verify")(verify_cmd)
 app.command("bench")(bench_cmd)
 app.command("demo")(demo_cmd)
-app.command("export")(export_cmd)
+app.command("export")(cli_index.export_cmd)
 app.command("export-cross-encoder")(export_cross_encoder_cmd)
-app.command("import")(import_cmd)
+app.command("import")(cli_index.import_cmd)
 app.command("ask")(ask_cmd)
-app.add_typer(dead_letters_app, name="dead-letters")
+app.add_typer(cli_index.dead_letters_app, name="dead-letters")
 app.add_typer(cache_app, name="cache")
 cli_agents.register(app)  # serve, mcp, tool-schema, and the keys group
