@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine
-from evidex.interfaces.cli import DEMO_QUESTIONS
+from evidex.interfaces.cli_query import DEMO_QUESTIONS
 from evidex.pipeline import SearchRequest
 from evidex.types import RetrievalMode
 

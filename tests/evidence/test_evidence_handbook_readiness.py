@@ -457,7 +457,7 @@ def test_k_must_be_a_positive_integer(engine: Engine, k: Any) -> None:
 def test_grading_never_exceeds_k_with_more_families_than_slots(engine: Engine) -> None:
     """The demo's composite question plans five obligations; with k=2 the context holds two chunks and the
     obligations that lost their slot are reported missing, not squeezed in."""
-    from evidex.interfaces.cli import DEMO_QUESTIONS
+    from evidex.interfaces.cli_query import DEMO_QUESTIONS
 
     result = ask(engine, DEMO_QUESTIONS[0][1], k=2)
     assert len(evidence_chunks(result)) <= 2
