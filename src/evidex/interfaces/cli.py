@@ -1,99 +1,24 @@
-"""The `evidex` command line: a thin layer over `Engine`. Domain errors become one-line messages and exit
-codes in `cli_runtime.run`, in one place."""
+"""The `evidex` command line: a thin layer over `Engine`. This module is the app and its list of commands;
+the commands live with their concept:
+
+- `cli_index`: ingest, stats, batches, rollback, dead-letters, export, import
+- `cli_query`: search, show, query, replay, verify, demo, ask
+- `cli_evaluation`: eval, bench
+- `cli_models`: setup, export-cross-encoder, cache
+- `cli_agents`: serve, mcp, keys, tool-schema
+
+and what they share (consoles, options, opening the engine) in `cli_runtime`, where `run` turns domain errors
+into one-line messages and exit codes, in one place.
+"""
 
 from __future__ import annotations
 
-import json
-import sys
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Annotated
-
 import typer
 
-from evidex.admission.gate import Principal
-from evidex.config import load_config
-from evidex.engine import ready_to_serve
-from evidex.interfaces import cli_agents, cli_index, cli_models, cli_query
-from evidex.interfaces.cli_runtime import AtOpt, ConfigOpt, err, out, parse_retrieved_at, progress_bar, run
-from evidex.interfaces.render import render_eval
+from evidex.interfaces import cli_agents, cli_evaluation, cli_index, cli_models, cli_query
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="evidex: evidence-aware retrieval for engineering knowledge bases.")
-
-
-def eval_cmd(
-    corpus: Annotated[list[Path], typer.Option("--corpus", help="corpus file or directory (repeatable)")],
-    questions: Annotated[Path | None, typer.Option("--questions", help="questions.jsonl")] = None,
-    queries: Annotated[Path | None, typer.Option("--queries", help="BEIR queries.jsonl")] = None,
-    qrels: Annotated[Path | None, typer.Option("--qrels", help="BEIR qrels.tsv")] = None,
-    metadata: Annotated[Path | None, typer.Option("--metadata", help="provenance overlay")] = None,
-    k: Annotated[int, typer.Option("--k", min=1, max=100)] = 10,
-    plan: Annotated[str, typer.Option("--plan", help="auto | oracle")] = "auto",
-    pipelines: Annotated[str, typer.Option("--pipelines", help="comma-separated")] = "bm25,dense,hybrid",
-    limit: Annotated[int, typer.Option("--limit", help="first N questions only (0 = all)")] = 0,
-    json_path: Annotated[Path | None, typer.Option("--json", help="write the report here")] = None,
-    principal_labels: Annotated[str | None, typer.Option("--principal-labels",
-                                help="evaluate through the gate as a principal with these labels")] = None,
-    retrieved_at: AtOpt = None,
-    backend: Annotated[str | None, typer.Option("--backend", help="sqlite (default) | milvus")] = None,
-    config: ConfigOpt = None,
-) -> None:
-    """Evaluate pipelines side by side: family recall, all-found, nDCG@10, recall@100, MRR, latency."""
-    from evidex.evaluation.datasets import load_beir, load_questions
-    from evidex.evaluation.runner import evaluate, open_eval_engine
-
-    if (questions is None) == (queries is None) or (queries is not None and qrels is None):
-        raise typer.BadParameter("give --questions, or --queries with --qrels")
-    cfg = run(lambda: load_config(config))
-    if backend is not None:
-        cfg = run(lambda: cfg.replace(index={"backend": backend}))
-    who = Principal.of("eval", [x.strip() for x in principal_labels.split(",") if x.strip()]) \
-        if principal_labels is not None else None
-    at = parse_retrieved_at(retrieved_at) if who is not None else None
-    if who is not None and at is None:
-        at = datetime.now(UTC).replace(microsecond=0)
-    qs = run(lambda: load_questions(questions) if questions else load_beir(queries, qrels))  # type: ignore[arg-type]
-    if limit:
-        qs = qs[:limit]
-    names = [p.strip() for p in pipelines.split(",") if p.strip()]
-    with progress_bar(sys.stderr.isatty()) as bar:
-        engine = run(lambda: open_eval_engine(cfg, corpus, metadata, progress=bar,
-                                              log=lambda m: err.print(m, highlight=False)))
-        try:
-            ready_to_serve(engine)  # latencies as the servers' settled processes see them
-            report = run(lambda: evaluate(engine, qs, names, k=k, plan=plan, principal=who, retrieved_at=at,
-                                          progress=bar))
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
-        finally:
-            engine.close()
-    render_eval(out, report)
-    if json_path is not None:
-        json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-        out.print(f"wrote {json_path}")
-
-
-def bench_cmd(
-    k8s_docs: Annotated[Path | None, typer.Option("--k8s-docs", help="k8s pages (default: ../shared/data/k8s/docs)")]
-    = None,
-    chunks: Annotated[int, typer.Option("--chunks", help="size of the generated corpus")] = 100_000,
-    queries: Annotated[int, typer.Option("--queries")] = 200,
-    json_path: Annotated[Path | None, typer.Option("--json", help="write the report here")] = None,
-    config: ConfigOpt = None,
-) -> None:
-    """Ingest throughput vs the raw embedder, query latency per mode, peak memory, a bm25s baseline."""
-    from evidex.evaluation.bench import run_bench
-    from evidex.evaluation.bench_report import format_bench
-
-    cfg = run(lambda: load_config(config))
-    docs = k8s_docs or Path("../shared/data/k8s/docs")
-    report = run(lambda: run_bench(cfg, k8s_docs=docs if docs.is_dir() else None, synthetic_chunks=chunks,
-                                   queries=queries, log=lambda m: err.print(m, highlight=False, markup=False)))
-    out.print(format_bench(report), markup=False, highlight=False)
-    if json_path is not None:
-        json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-
 
 # `evidex --help` lists commands in the order they are added here, then the groups in theirs.
 app.command("ingest")(cli_index.ingest_cmd)
@@ -103,11 +28,11 @@ app.command("stats")(cli_index.stats_cmd)
 app.command("batches")(cli_index.batches_cmd)
 app.command("rollback")(cli_index.rollback_cmd)
 app.command("setup")(cli_models.setup_cmd)
-app.command("eval")(eval_cmd)
+app.command("eval")(cli_evaluation.eval_cmd)
 app.command("query")(cli_query.query_cmd)
 app.command("replay")(cli_query.replay_cmd)
 app.command("verify")(cli_query.verify_cmd)
-app.command("bench")(bench_cmd)
+app.command("bench")(cli_evaluation.bench_cmd)
 app.command("demo")(cli_query.demo_cmd)
 app.command("export")(cli_index.export_cmd)
 app.command("export-cross-encoder")(cli_models.export_cross_encoder_cmd)
