@@ -14,11 +14,8 @@ import typer
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner, Result
 
-from evidex.interfaces import (
-    cli,  # noqa: F401 - import the CLI before its agent commands
-    mcp_server,
-)
 from evidex.interfaces import http as http_module
+from evidex.interfaces import mcp_server
 from evidex.interfaces.cli_agents import register
 from evidex.interfaces.keys import KeyStore
 from evidex.stores.sqlite import SqliteStore

@@ -14,10 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from evidex.errors import ConfigError
-from evidex.interfaces import (
-    cli,  # noqa: F401 - import the CLI before its agent commands
-    tool,
-)
+from evidex.interfaces import tool
 from evidex.interfaces.cli_agents import register
 
 VALIDATOR = jsonschema.Draft202012Validator(tool.INPUT_SCHEMA)
