@@ -150,6 +150,59 @@ def test_toml_front_matter(make_engine: EngineFactory, write_corpus: CorpusWrite
     assert "+++" not in chunk.text and "title" not in chunk.text
 
 
+INLINE_HTML = """\
+## Controls
+
+| Profile | Meaning |
+| --- | --- |
+| <strong style="white-space: nowrap">Baseline</strong> | prevents known escalations |
+
+<table>
+	<tbody>
+		<tr>
+			<td style="white-space: nowrap">HostPath Volumes</td>
+			<td>
+				<p>HostPath volumes must be forbidden.</p>
+				<ul><li><code>spec.volumes[*].hostPath</code></li></ul>
+			</td>
+		</tr>
+		<tr>
+			<td>Sysctls</td><td>Only a <a href="/docs/tasks/sysctl/">safe subset</a> of sysctls.</td>
+		</tr>
+	</tbody>
+</table>
+
+Run `kubectl logs <pod-name>` or replace <pod-name> with yours.
+
+```html
+<td>kept in code</td>
+```
+"""
+
+
+def test_inline_html_reads_as_its_text_with_offsets_into_the_file() -> None:
+    cleaned = clean(INLINE_HTML)
+    text = cleaned.text
+    assert "| Baseline | prevents known escalations |" in text  # a tag around a word leaves the word alone
+    assert "HostPath Volumes\n" in text and "\nHostPath volumes must be forbidden.\n" in text  # no indentation
+    assert "spec.volumes[*].hostPath" in text and "<code>" not in text.split("```")[0]
+    assert "Sysctls Only a" in text  # two cells' words do not run together ("SysctlsOnly")
+    assert '<a href="/docs/tasks/sysctl/">safe subset</a>' in text  # a link says which page is meant: kept
+    assert "\n\nSysctls" in text  # a row's end is a paragraph break, where chunks are cut first
+    assert "`kubectl logs <pod-name>`" in text and "replace <pod-name> with" in text  # code, placeholders stay
+    assert "<td>kept in code</td>" in text  # nothing inside a fence is touched
+    assert "<table>" not in text and "style=" not in text and "\t" not in text
+    for i, char in enumerate(text):  # every character that came from the file maps back to itself
+        assert char.isspace() or INLINE_HTML[cleaned.source_offset(i)] == char, i
+
+
+def test_inline_html_markup_is_not_evidence(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    engine = make_engine()
+    engine.ingest([write_corpus({"pss.md": INLINE_HTML})])
+    assert bm25(engine, "nowrap") == [] and bm25(engine, "tbody") == []
+    assert bm25(engine, "hostPath forbidden") == ["pss.md"]
+
+
 @pytest.mark.parametrize(("title", "slug"), [
     ("Hello, World!", "hello-world"), ("C++ & Go", "c--go"), ("`code` and *emph*", "code-and-emph"),
     ("[Link](https://example.com) text", "link-text"), ("Über uns", "über-uns"),

@@ -1,5 +1,6 @@
 """Markdown as engineering sites write it: front matter (YAML `---` or TOML `+++`), Hugo shortcodes,
-HTML comments, and headings with optional custom ids (`## Title {#custom-id}`).
+HTML comments, inline HTML (tables and lists written as `<td>`, `<li><code>`), and headings with optional custom
+ids (`## Title {#custom-id}`).
 
 `clean` returns the readable text plus an offset map, so every chunk can still name its exact character
 span in the original file.
@@ -26,6 +27,16 @@ _TOOLTIP = re.compile(r"\{\{[<%]\s*glossary_tooltip\b([^}]*?)[>%]\}\}")
 _ATTR = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
 _SHORTCODE = re.compile(r"\{\{[<%].*?[>%]\}\}", re.S)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+# Inline HTML elements whose tags are markup, not text: `<td style="white-space: nowrap">Privileged</td>` reads
+# "Privileged". Only these names, so a placeholder in prose (`<pod-name>`) stays; links (`<a href>`) stay, since
+# they say which page is meant; nothing inside code (a fence or a backtick span) is touched.
+_INLINE_TAGS = "abbr|b|code|em|font|i|kbd|mark|nobr|s|small|span|strong|sub|sup|u"  # no space left where they were
+_BLOCK_TAGS = ("blockquote|br|caption|center|col|colgroup|dd|del|details|div|dl|dt|figcaption|figure|h[1-6]|hr|img"
+               "|ins|li|ol|p|pre|section|summary|table|tbody|td|tfoot|th|thead|tr|ul|wbr")
+_HTML_TAG = re.compile(rf"</?(?:(?P<inline>{_INLINE_TAGS})|{_BLOCK_TAGS})(?:\s[^<>]*)?/?>", re.I)
+_CODE_SPAN = re.compile(r"(`+)[^`\n][^\n]*?\1")
+_LINE = re.compile(r"[^\n]*\n?")
+_PARAGRAPH_END = re.compile(r"</(?:blockquote|details|div|dl|figure|ol|p|section|table|tr|ul)\s*>", re.I)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
 # A setext heading: one line of text after a blank line (or at the start), underlined with = (level 1) or -
 # (level 2). Not a list item, quote, table row, code fence or HTML line; "---" after a blank line is a rule.
@@ -78,7 +89,8 @@ class CleanText:
 
 
 def clean(source: str, start: int = 0) -> CleanText:
-    """Strip comments and shortcodes from source[start:], keeping an offset map back to `source`."""
+    """Strip comments, shortcodes and inline HTML tags from source[start:], keeping an offset map back to
+    `source`."""
     pieces: list[str] = []
     out_starts: list[int] = []
     src_starts: list[int] = []
@@ -87,6 +99,7 @@ def clean(source: str, start: int = 0) -> CleanText:
         [(m.start(), m.end(), _tooltip_text(m)) for m in _TOOLTIP.finditer(source, start)]
         + [(m.start(), m.end(), "") for m in _SHORTCODE.finditer(source, start) if not _TOOLTIP.match(m.group())]
         + [(m.start(), m.end(), "") for m in _HTML_COMMENT.finditer(source, start)]
+        + _html_tags(source, start)
     )
     pos = start
     for e_start, e_end, replacement in edits:
@@ -107,6 +120,43 @@ def clean(source: str, start: int = 0) -> CleanText:
     src_starts.append(pos)
     pieces.append(source[pos:])
     return CleanText("".join(pieces), tuple(out_starts), tuple(src_starts))
+
+
+def _html_tags(source: str, start: int) -> list[tuple[int, int, str]]:
+    """Edits removing inline HTML tags outside code: an inline element's tag leaves nothing (`<code>x</code>`
+    reads "x"), a block's a space between two words (so two cells' words do not run together); a line of tags
+    alone goes with its newline (or leaves a blank line, if it ends a row, a list or a paragraph), and a line
+    holding a tag loses its indentation (a table's tabs)."""
+    code = _fenced_ranges(source) + [m.span() for m in _CODE_SPAN.finditer(source, start)]
+    edits: list[tuple[int, int, str]] = []
+    for line in _LINE.finditer(source, start):
+        tags = [m for m in _HTML_TAG.finditer(source, line.start(), line.end())
+                if not any(a <= m.start() < b for a, b in code)]
+        if not tags:
+            continue
+        kept = "".join(source[a:b] for a, b in zip([line.start(), *(m.end() for m in tags)],
+                                                   [*(m.start() for m in tags), line.end()], strict=True))
+        if not kept.strip():  # a row's or a table's end stays a paragraph break: chunks are cut there first
+            ends = any(_PARAGRAPH_END.fullmatch(m.group()) for m in tags) and line.group().endswith("\n")
+            edits.append((line.start(), line.end(), "\n" if ends else ""))
+            continue
+        text = line.group().rstrip("\n")
+        indent = len(text) - len(text.lstrip())
+        if indent:
+            edits.append((line.start(), line.start() + indent, ""))
+        runs: list[list[re.Match[str]]] = []  # tags written one after another ("</td><td>") act as one
+        for m in tags:
+            if runs and runs[-1][-1].end() == m.start():
+                runs[-1].append(m)
+            else:
+                runs.append([m])
+        for run in runs:
+            a, b = run[0].start(), run[-1].end()
+            between_words = (a > line.start() + indent and not source[a - 1].isspace()
+                             and b < line.start() + len(text) and not source[b].isspace())
+            spaced = between_words and any(not m.group("inline") for m in run)
+            edits += [(m.start(), m.end(), " " if spaced and i == 0 else "") for i, m in enumerate(run)]
+    return edits
 
 
 def _tooltip_text(match: re.Match[str]) -> str:
