@@ -110,6 +110,13 @@ def test_a_version_or_decimal_does_not_start_a_name() -> None:
     assert entity_spans("Is Python 3.12 faster?") == ["Python 3.12"]
 
 
+def test_a_quantity_is_not_a_name() -> None:
+    """"a 40 MB rules file" had planned the name "40 MB": an aspect that reserved a chunk for a number."""
+    assert entity_spans("Our service needs a 40 MB rules file. Can a ConfigMap hold it?") == ["ConfigMap"]
+    assert entity_spans("Give the sidecar 512 MiB and 2 GB of scratch space in Kubernetes.") == ["Kubernetes"]
+    assert entity_spans("Is the 100 Mile House station open?") == ["100 Mile House"]  # not a unit
+
+
 def test_the_pronoun_i_does_not_make_a_sentence_start_a_name() -> None:
     assert entity_spans("After I applied a default-deny NetworkPolicy, lookups failed.") == ["NetworkPolicy"]
     assert entity_spans("Since I moved the Tidepool Proxy nothing works.") == ["Tidepool Proxy"]

@@ -26,6 +26,7 @@ _SPLIT = re.compile(r"\s*(?:(?:[;?]|" + _FULL_STOP + r")\s|[;?]$|,(?!\d)\s*(?:an
                     r"let|stop)\b))\s*", re.I)
 _CAP_WORD = re.compile(r"^[A-Z0-9][\w'’./&-]*$")
 _DECIMAL = re.compile(r"^\d+\.\d+$")
+_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 _CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")  # between the words of a compound name: "Stateful|Set"
 _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was",
                    "were", "do", "does", "did", "can", "could", "should", "would", "will", "in", "the", "a", "an",
@@ -63,6 +64,7 @@ def _sentence_spans(sentence: str) -> list[str]:
     words = [w for w in words if w]
     spans: list[list[str]] = []
     current: list[str] = []
+    quantity_unit = -1  # the index of a unit that follows a number ("40 MB"): a quantity, not a name
     for i, w in enumerate(words):
         clean = w.strip("()[]{}:;!\"“”'’")
         capital = bool(clean) and bool(_CAP_WORD.match(clean))
@@ -76,6 +78,11 @@ def _sentence_spans(sentence: str) -> list[str]:
         # A version or a decimal quantity qualifies a name but does not start one: "our 1.28 API server",
         # "3.5 CPUs" ("2008 Summer Olympics" and "888 7th Avenue" keep their numbers).
         if not current and _DECIMAL.match(clean):
+            capital = False
+        # Nor does a quantity name anything: "a 40 MB rules file", "512 MiB".
+        if not current and _NUMBER.match(clean) and following in _UNITS:
+            capital, quantity_unit = False, i + 1
+        if i == quantity_unit:
             capital = False
         is_name = capital and not (sentence_start and clean.lower() in _QUESTION_WORDS)
         # "Kiss and Tell", but not "Indexed Job of 200 shards", "München in 1930": a number after a connector is
