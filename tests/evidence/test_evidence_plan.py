@@ -73,6 +73,14 @@ def test_a_compound_identifier_makes_its_parts_redundant() -> None:
                             "how could I reject such namespaces")
 
 
+def test_a_name_in_the_singular_and_the_plural_is_one_aspect() -> None:
+    """The light stemmer takes "es" off a plural ("Services" -> "servic") but keeps a singular's "e": the same
+    name had taken two of the six slots."""
+    plan = auto_plan("Teams may have two LoadBalancer Services. How do we cap them, and can a LoadBalancer Service "
+                     "skip node ports?")
+    assert [a for a in plan.aspects if a.startswith("LoadBalancer")] == ["LoadBalancer Services"]
+
+
 def test_a_lone_letter_or_number_is_not_an_aspect() -> None:
     assert auto_plan("Hypertension is frequently observed in type 1 diabetes patients.").aspects == ()
     assert auto_plan("Do regulatory T cells respond to IL2?").aspects == ("IL2",)

@@ -169,7 +169,7 @@ def question_aspects(question: str, *, max_aspects: int) -> Aspects:
     seen_terms: list[frozenset[str]] = []
     # The most specific first, so a compound ("shop.app") makes its parts ("app", "shop") redundant.
     for a in [*sorted(identifiers, key=lambda a: -len(terms(a))), *multi, *clauses, *single]:
-        t = frozenset(terms(a))
+        t = _term_key(a)
         if not t or any(t <= s for s in seen_terms):  # nothing new: already an obligation
             continue
         unique.append(a)
@@ -177,6 +177,12 @@ def question_aspects(question: str, *, max_aspects: int) -> Aspects:
     if len(unique) > max_aspects:
         unique = _within_cap(unique, clauses, [*multi, *single], plain, max_aspects)
     return Aspects(tuple(unique), frozenset({*identifiers, *multi, *single}), frozenset(verbatim))
+
+
+def _term_key(text: str) -> frozenset[str]:
+    """`text`'s terms as the planner compares aspects: a final "e" aside, since the light stemmer takes "es" off
+    a plural ("Services" -> "servic") but keeps a singular's "e" ("Service")."""
+    return frozenset(t[:-1] if t.endswith("e") else t for t in terms(text))
 
 
 def names_identifier(text: str) -> bool:
@@ -191,19 +197,19 @@ def _within_cap(aspects: list[str], clauses: list[str], names: list[str], questi
     node that ...": the scene goes, "DaemonSet" stays). Kept in the order of `aspects`, freed names last."""
     asked = {p for sentence in sentences(question) if _ASKS.search(sentence) for p in sub_questions(sentence)}
     scene = [a for a in aspects if a in clauses and a not in asked]
-    held = [frozenset(terms(a)) for a in aspects if a not in scene]
+    held = [_term_key(a) for a in aspects if a not in scene]
     freed: list[str] = []
     for name in names:
-        t = frozenset(terms(name))
+        t = _term_key(name)
         if t and name not in aspects and not any(t <= h for h in held):
             freed.append(name)
             held.append(t)
     named = [a for a in aspects if a not in clauses]
     chosen = [*named, *freed, *(a for a in aspects if a in clauses and a not in scene), *scene][:cap]
-    kept_scene = [frozenset(terms(a)) for a in chosen if a in scene]
+    kept_scene = [_term_key(a) for a in chosen if a in scene]
     # A scene clause that stays still holds its names: they need no obligation of their own.
     return [a for a in [*aspects, *freed] if a in chosen and not (a in freed and any(
-        frozenset(terms(a)) <= s for s in kept_scene))]
+        _term_key(a) <= s for s in kept_scene))]
 
 
 _RELATIVE = re.compile(r"\b(?:who|whom|whose|where|which|that|when)\b|\bof\s+(?:the|a|an)\b", re.I)
