@@ -148,8 +148,10 @@ _LABELS = ["eng", "ops", "hr", "a\"b"]
 _FAMILIES = ["deploy", "network", None]
 
 
-@pytest.fixture(scope="module")
-def twin_stores(lite_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SqliteStore, MilvusStore]]:
+def _twins(lite_uri: str, directory: Path, collection: str,
+           text: Callable[[int], str]) -> Iterator[tuple[SqliteStore, MilvusStore]]:
+    """A SQLite and a Milvus store holding the same 24 one-chunk documents (the i-th with `text(i)`), their
+    provenance varied over `_LABELS`, `_FAMILIES` and times around T0."""
     t0 = T0
     docs = []
     for i in range(24):
@@ -157,17 +159,21 @@ def twin_stores(lite_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
             access_labels=tuple(sorted({_LABELS[i % 4], _LABELS[(i * 7) % 4]})) if i % 5 else (),
             evidence_family=_FAMILIES[i % 3], published_at=t0 + timedelta(days=i % 6) if i % 4 else None,
             expires_at=t0 + timedelta(days=3 + i % 5) if i % 3 else None)
-        chunk = make_chunk(f"d{i}", 0, f"common words number{i % 3} text", source=_SOURCES[i % 6],
-                           provenance=provenance)
+        chunk = make_chunk(f"d{i}", 0, text(i), source=_SOURCES[i % 6], provenance=provenance)
         docs.append(document([chunk], [unit(1.0, i / 10, (i % 5) / 7)]))
-    sqlite = SqliteStore(tmp_path_factory.mktemp("twin"))
-    milvus = MilvusStore(lite_uri, collection="twin", dim=DIM)
+    sqlite = SqliteStore(directory)
+    milvus = MilvusStore(lite_uri, collection=collection, dim=DIM)
     for store in (sqlite, milvus):
         store.commit_batch(batch("b1", *docs))
     yield sqlite, milvus
     milvus.drop()
     milvus.close()
     sqlite.close()
+
+
+@pytest.fixture(scope="module")
+def twin_stores(lite_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SqliteStore, MilvusStore]]:
+    yield from _twins(lite_uri, tmp_path_factory.mktemp("twin"), "twin", lambda i: f"common words number{i % 3} text")
 
 
 _FILTERS = st.builds(
@@ -188,6 +194,30 @@ def test_filters_match_the_sqlite_store(twin_stores: tuple[SqliteStore, MilvusSt
         [h.record_id for h in sqlite.search_dense(query, limit, filters)]
     want = {h.record_id for h in sqlite.search_sparse("common", 100, filters)}
     assert {h.record_id for h in milvus.search_sparse("common", 100, filters)} == want
+
+
+def _linking_text(i: int) -> str:
+    """Links of the i-th twin document to two other pages of `_SOURCES` (one Markdown, one HTML), and to its own."""
+    def page(n: int) -> str:
+        return _SOURCES[n % 5].removesuffix(".md")  # not the sixth: its name has a space, which no link holds
+
+    return (f"words before [page {i}](/{page(i + 1)}/#part) and between, "
+            f'<a href="https://example.org/{page(i + 3)}.html">another</a> after, and [itself](/{page(i)}/) '
+            f"number{i}")
+
+
+@pytest.fixture(scope="module")
+def linked_twins(lite_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SqliteStore, MilvusStore]]:
+    yield from _twins(lite_uri, tmp_path_factory.mktemp("linked"), "linked_twin", _linking_text)
+
+
+@given(filters=_FILTERS)
+def test_inlink_contexts_match_the_sqlite_store(linked_twins: tuple[SqliteStore, MilvusStore],
+                                                filters: SearchFilters) -> None:
+    sqlite, milvus = linked_twins
+    want = sqlite.inlink_contexts(_SOURCES, filters)
+    assert milvus.inlink_contexts(_SOURCES, filters) == want
+    assert milvus.inlink_contexts(_SOURCES[::-1], filters) == sqlite.inlink_contexts(_SOURCES[::-1], filters)
 
 
 # ---- crash repair ---------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ import numpy.typing as npt
 from evidex.errors import BackendUnavailable, ConfigError, StoreError
 from evidex.ingest.provenance import format_time
 from evidex.retrieval.lexical import STOPWORDS
+from evidex.retrieval.links import LinkIndex
 from evidex.stores.protocol import BatchWrite, model_after
 from evidex.stores.rows import chunk_from_row, label_counts
 from evidex.stores.transfer import DeadLetterEvent, IndexLog, StoredRow
@@ -85,6 +86,9 @@ _CHUNK_FIELDS = [*(f for f in _STRINGS if f not in {"bm25_text", "retired_by"}),
                  "access_labels"]
 _ROW_FIELDS = ["pk", *_CHUNK_FIELDS, "retired_by", "bm25_text", "vector"]
 _META_FIELDS = ["key", "kind", "seq", "batch_id", "status", "body"]
+# Rows whose text can hold a link (`evidex.retrieval.links`): a Markdown link has "](", an HTML one "href=" in
+# any case, and Milvus's LIKE has no case-insensitive form, so its "=" stands for it.
+_MAY_LINK = 'text like "%](%" or text like "%=%"'
 
 
 def _literal(value: str) -> str:
@@ -283,6 +287,7 @@ class MilvusStore:
         self._error: type[Exception] = MilvusException
         self._lock = threading.RLock()
         self._sources: tuple[int, list[str]] = (-1, [])
+        self._links: tuple[int, LinkIndex] = (-1, LinkIndex(()))  # (generation, its live records' link contexts)
         self.finished_rollbacks: list[str] = []  # rollbacks a crash had interrupted that `repair` completed
         self._owed_rollback: str | None = None  # the last of them, until a rollback or a commit follows
         self._closed = False
@@ -714,8 +719,27 @@ class MilvusStore:
         return 0, {}
 
     def inlink_contexts(self, sources: Sequence[str], filters: SearchFilters | None = None) -> dict[str, list[str]]:
-        """None kept: Milvus holds no link index (the reranker's inlink match then has no weight)."""
-        return {}
+        """Read from a link index of the live records, built on first use at each generation (as the live
+        sources are) from the rows whose text can hold a link. Which of the records linking to `sources` pass
+        `filters` is asked of Milvus with the searches' filter expression."""
+        links = self._link_index()
+        if filters is None or filters.is_empty():
+            return links.contexts(sources, lambda record_id: True)
+        expr = self._expression(filters)
+        linking = links.linking(sources)
+        if expr is None or not linking:
+            return {}
+        readable = {r["record_id"] for r in self._query_in("record_id", linking, expr, ["record_id"])}
+        return links.contexts(sources, readable.__contains__)
+
+    def _link_index(self) -> LinkIndex:
+        generation = int(self._state()["generation"])
+        with self._lock:
+            if self._links[0] != generation:
+                rows = self._scan(self.collection, f'retired_by == "" and ({_MAY_LINK})',
+                                  ["record_id", "source", "text"])
+                self._links = (generation, LinkIndex((r["record_id"], r["source"], r["text"]) for r in rows))
+            return self._links[1]
 
     def read_ahead(self, words: Sequence[str]) -> None:
         """Nothing to read: Milvus scores BM25 on the server, per search."""
