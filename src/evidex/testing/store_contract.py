@@ -135,6 +135,17 @@ HOSTILE_QUERIES = [
 ]
 
 
+DAEMONSET_PAGE = "concepts/workloads/daemonset.md"
+LOGGING_PAGE = "concepts/logging.md"
+# The context (20 words either side, link markup left out) of each link of `StoreContract.commit_linking_pages`.
+_LINKED = {
+    "ds": "A DaemonSet runs a pod on every node (intro); its logs are read as logging says.",
+    "logging": "To run a logging agent on every node, use a DaemonSet that mounts /var/log.",
+    "agents": "Deploy the agent as a DaemonSet on each node.",
+    "vault": "The break-glass DaemonSet of the vault team.",
+    "old": "Old notes on the DaemonSet controller.",
+}
+
 TITLE_WEIGHT_CASES = [(10.0, "titled#0"), (0.1, "body#0")]  # (title weight, the first "zebra" hit)
 
 
@@ -369,6 +380,77 @@ class StoreContract:
         assert _ids(store.search_dense(unit(1.0), 1, network)) == ["d3#0"]  # d1, d2 rank higher unfiltered
         assert len(store.search_sparse("common", 1, network)) == 1
         assert _ids(store.search_sparse("common", 1, network))[0] in {"d3#0", "d5#0"}
+
+    # ---- inlink contexts: what other pages say around their links to a page ------------------------------
+    def commit_linking_pages(self, store: Store) -> None:
+        """The DaemonSet page (linking to the logging page, and to itself) and four pages linking to it: the
+        logging page (Markdown, site path), the agents page (an upper-case HTML tag, relative path), a page only
+        the security team may read and one that expires at T0; the contexts they give are `_LINKED`'s."""
+        eng = Provenance(access_labels=("eng",))
+        pages = [
+            ("ds", DAEMONSET_PAGE, "A DaemonSet runs a pod on every node ([intro](/docs/concepts/workloads/daemonset/"
+             "#intro)); its logs are read as [logging](../logging.md) says.", eng),
+            ("logging", LOGGING_PAGE, "To run a logging agent on every node, use a [DaemonSet]"
+             "(/docs/concepts/workloads/daemonset/) that mounts /var/log.", eng),
+            ("agents", "tasks/agents.md", 'Deploy the agent as a <A HREF="../concepts/workloads/daemonset.html">'
+             "DaemonSet</A> on each node.", eng),
+            ("vault", "security/vault.md", "The break-glass [DaemonSet](../concepts/workloads/daemonset.md) of the "
+             "vault team.", Provenance(access_labels=("security-team",))),
+            ("old", "blog/old.md", "Old notes on the [DaemonSet](https://example.org/docs/concepts/workloads/"
+             "daemonset/#top) controller.", Provenance(access_labels=("eng",), expires_at=T0)),
+        ]
+        store.commit_batch(batch("b1", *(document([make_chunk(d, 0, text, source=source, provenance=p)], [axis(i)])
+                                         for i, (d, source, text, p) in enumerate(pages))))
+
+    def test_inlink_contexts_are_what_other_pages_say_around_their_links_to_a_page(self, store: Store) -> None:
+        assert store.inlink_contexts([DAEMONSET_PAGE]) == {}
+        self.commit_linking_pages(store)
+        got = store.inlink_contexts([DAEMONSET_PAGE, LOGGING_PAGE, "tasks/agents.md", "nowhere.md", DAEMONSET_PAGE])
+        assert got == {DAEMONSET_PAGE: [_LINKED[d] for d in ("logging", "agents", "vault", "old")],
+                       LOGGING_PAGE: [_LINKED["ds"]]}  # in the order written; a link to its own page says nothing
+        assert store.inlink_contexts([]) == {}
+        assert store.inlink_contexts([DAEMONSET_PAGE], SearchFilters()) == {DAEMONSET_PAGE: got[DAEMONSET_PAGE]}
+
+    def test_inlink_contexts_come_only_from_records_the_filters_pass(self, store: Store) -> None:
+        self.commit_linking_pages(store)
+        pages = [DAEMONSET_PAGE, LOGGING_PAGE]
+        assert store.inlink_contexts(pages, SearchFilters(access_labels=("eng",))) == {
+            DAEMONSET_PAGE: [_LINKED[d] for d in ("logging", "agents", "old")], LOGGING_PAGE: [_LINKED["ds"]]}
+        assert store.inlink_contexts(pages, SearchFilters(access_labels=("eng", "hr"), valid_at=T0)) == {
+            DAEMONSET_PAGE: [_LINKED["logging"], _LINKED["agents"]], LOGGING_PAGE: [_LINKED["ds"]]}
+        assert store.inlink_contexts(pages, SearchFilters(access_labels=("security-team",))) == {
+            DAEMONSET_PAGE: [_LINKED["vault"]]}
+        assert store.inlink_contexts(pages, SearchFilters(source_pattern=r"^(tasks|blog)/")) == {
+            DAEMONSET_PAGE: [_LINKED["agents"], _LINKED["old"]]}
+        assert store.inlink_contexts(pages, SearchFilters(access_labels=())) == {}
+        assert store.inlink_contexts(pages, SearchFilters(access_labels=("nobody",))) == {}
+
+    def test_inlink_contexts_follow_commits_and_rollbacks(self, store: Store) -> None:
+        """Only live records say anything: a rewritten page's old words stop counting, a new page's start, and a
+        rollback brings back what it replaced (asked for before each change, so a kept link index is outdated)."""
+        eng = Provenance(access_labels=("eng",))
+        ds = make_chunk("ds", 0, "A DaemonSet runs a pod on every node.", source=DAEMONSET_PAGE, provenance=eng)
+        logging = make_chunk("logging", 0, "To run a logging agent on every node, use a [DaemonSet]"
+                             "(/docs/concepts/workloads/daemonset/) that mounts /var/log.", source=LOGGING_PAGE,
+                             provenance=eng)
+        store.commit_batch(batch("b1", document([ds], [axis(0)]), document([logging], [axis(1)])))
+        readers = (None, SearchFilters(access_labels=("eng",)))
+
+        def seen() -> list[dict[str, list[str]]]:
+            return [store.inlink_contexts([DAEMONSET_PAGE], filters) for filters in readers]
+
+        assert seen() == [{DAEMONSET_PAGE: [_LINKED["logging"]]}] * 2
+        rewritten = make_chunk("logging", 0, "Logs are collected on each host.", source=LOGGING_PAGE, provenance=eng)
+        store.commit_batch(batch("b2", document([rewritten], [axis(1)])))
+        assert seen() == [{}, {}]
+        agents = make_chunk("agents", 0, 'Deploy the agent as a <A HREF="../concepts/workloads/daemonset.html">'
+                            "DaemonSet</A> on each node.", source="tasks/agents.md", provenance=eng)
+        store.commit_batch(batch("b3", document([agents], [axis(2)])))
+        assert seen() == [{DAEMONSET_PAGE: [_LINKED["agents"]]}] * 2
+        store.rollback()
+        assert seen() == [{}, {}]
+        store.rollback()
+        assert seen() == [{DAEMONSET_PAGE: [_LINKED["logging"]]}] * 2
 
     # ---- replacing a document --------------------------------------------------------------------------
     def replace_scenario(self, store: Store) -> tuple[list[Chunk], list[Chunk]]:
