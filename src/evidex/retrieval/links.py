@@ -101,12 +101,6 @@ class LinkIndex:
                 for i in range(len(path)):  # every name the link could be read as, so a page looks up its own
                     self._by_name.setdefault("/".join(path[i:]), []).append(entry)
 
-    def linking(self, sources: Sequence[str]) -> list[str]:
-        """The records whose links name one of `sources`, each once: those `contexts` asks `readable` about (for
-        a store that asks its backend which of them a requester may read)."""
-        return list(dict.fromkeys(record_id for source in dict.fromkeys(sources)
-                                  for record_id, _ in self._by_name.get("/".join(page_path(source)), ())))
-
     def contexts(self, sources: Sequence[str], readable: Callable[[str], bool]) -> dict[str, list[str]]:
         """For each of `sources` that links name: the contexts of those links in other pages' records that
         `readable` (a test by record id) lets through."""
