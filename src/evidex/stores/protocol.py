@@ -92,7 +92,7 @@ class Store(Protocol):
     def inlink_contexts(self, sources: Sequence[str], filters: SearchFilters | None = None) -> dict[str, list[str]]:
         """For each of `sources` (pages) that links of other pages' live records name, the words around those
         links (`evidex.retrieval.links`), only from records that pass `filters` (the requester's): what readable
-        pages say of it. {} where the store keeps no link index."""
+        pages say of it."""
         ...
 
     def read_ahead(self, words: Sequence[str]) -> None:
