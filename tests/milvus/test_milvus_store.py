@@ -26,7 +26,8 @@ from milvus_lite.search.filter.tokens import TokenKind, tokenize  # type: ignore
 from evidex.config import Config
 from evidex.errors import BackendUnavailable, ConfigError, StoreError
 from evidex.stores import milvus as milvus_module
-from evidex.stores.milvus import MilvusStore, _literal, collection_name, query_terms
+from evidex.stores.milvus import MilvusStore, collection_name, query_terms
+from evidex.stores.milvus_expression import literal as _literal
 from evidex.stores.sqlite import SqliteStore
 from evidex.testing.store_contract import (
     DIM,
