@@ -202,6 +202,18 @@ def test_over_the_cap_the_asks_come_before_the_scene() -> None:
     assert auto_plan(question, max_aspects=6).aspects[0] == "We added eight storage nodes"
 
 
+def test_over_the_cap_the_scene_keeps_its_last_clauses() -> None:
+    """A scene closes on its complication, nearest the ask: "but now every other run is skipped" is what the
+    evidence must explain, not where the images live."""
+    question = ("Our nightly backups run from a CronJob, the images live in a private registry, we moved the "
+                "cluster to a new region last week, but now every other run is skipped without any event. Why "
+                "does that happen, and how do we list the skipped runs?")
+    aspects = auto_plan(question).aspects
+    assert "now every other run is skipped without any event" in aspects
+    assert "how do we list the skipped runs" in aspects
+    assert "the images live in a private registry" not in aspects
+
+
 def test_over_the_cap_a_name_outlives_the_scene_clause_that_held_it() -> None:
     """The scene is cut before the asks, but a name in it is kept on its own, ahead of the asks: "DaemonSet" is
     the most specific thing the question says about the workload."""

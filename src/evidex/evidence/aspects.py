@@ -192,9 +192,11 @@ def names_identifier(text: str) -> bool:
 
 def _within_cap(aspects: list[str], clauses: list[str], names: list[str], question: str, cap: int) -> list[str]:
     """The `cap` aspects to keep of more: what the question names, then what it asks, then the scene it sets ("We
-    added eight GPU nodes, a mix of A100s and T4s. How do we reserve them, ...?"). A name that only a scene clause
-    held is freed from it and ranks with the names, after them ("We need a log-forwarder DaemonSet on every Windows
-    node that ...": the scene goes, "DaemonSet" stays). Kept in the order of `aspects`, freed names last."""
+    added eight GPU nodes, a mix of A100s and T4s. How do we reserve them, ...?"), its last clauses first: a scene
+    closes on its complication, nearest the ask ("Our API pods need 90 seconds to drain, so we raised the grace
+    period, but now a hung pod lingers 90 seconds before being killed"). A name that only a scene clause held is
+    freed from it and ranks with the names, after them ("We need a log-forwarder DaemonSet on every Windows node
+    that ...": the scene goes, "DaemonSet" stays). Kept in the order of `aspects`, freed names last."""
     asked = {p for sentence in sentences(question) if _ASKS.search(sentence) for p in sub_questions(sentence)}
     scene = [a for a in aspects if a in clauses and a not in asked]
     held = [_term_key(a) for a in aspects if a not in scene]
@@ -205,7 +207,7 @@ def _within_cap(aspects: list[str], clauses: list[str], names: list[str], questi
             freed.append(name)
             held.append(t)
     named = [a for a in aspects if a not in clauses]
-    chosen = [*named, *freed, *(a for a in aspects if a in clauses and a not in scene), *scene][:cap]
+    chosen = [*named, *freed, *(a for a in aspects if a in clauses and a not in scene), *scene[::-1]][:cap]
     kept_scene = [_term_key(a) for a in chosen if a in scene]
     # A scene clause that stays still holds its names: they need no obligation of their own.
     return [a for a in [*aspects, *freed] if a in chosen and not (a in freed and any(
