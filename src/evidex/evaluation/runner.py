@@ -34,7 +34,7 @@ from evidex.evaluation.signal_check import check_signals, quality
 from evidex.evidence.plan import EvidencePlan, RequiredFamily, explicit_plan
 from evidex.ingest import run as ingest_run
 from evidex.pipeline import SearchRequest
-from evidex.stores.sqlite import MIGRATIONS
+from evidex.stores.sqlite_schema import MIGRATIONS
 from evidex.trace import StageSwitches
 from evidex.types import Chunk, RetrievalMode
 

@@ -5,7 +5,8 @@ live records. Dense search is exact: the live vectors are loaded once per snapsh
 and filters become boolean masks; records read by id are kept decoded for their snapshot too. A replaced
 chunk is retired (`retired_by` = the batch that replaced it), never deleted, so rolling a batch back
 restores exactly what it replaced. Every batch and every rollback is one transaction: a process killed
-mid-ingest leaves the last committed state.
+mid-ingest leaves the last committed state. The tables, their numbered migrations and a row as a chunk or a batch
+are in `evidex.stores.sqlite_schema`.
 """
 
 from __future__ import annotations
@@ -29,102 +30,25 @@ from evidex.retrieval.lexical import tokens
 from evidex.retrieval.links import LinkIndex
 from evidex.stores.dense import DenseIndex
 from evidex.stores.protocol import BatchWrite, model_after
-from evidex.stores.rows import chunk_from_row, label_counts
+from evidex.stores.rows import label_counts
 from evidex.stores.snapshot_cache import SnapshotCache
+from evidex.stores.sqlite_schema import (
+    CHUNK_COLUMNS,
+    MIGRATIONS,
+    from_iso,
+    now,
+    row_to_batch,
+    row_to_chunk,
+    statements,
+)
 from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
 INDEX_FILE = "index.sqlite"
-
-# Numbered migrations: the position in this list is the schema version (PRAGMA user_version).
-MIGRATIONS = [
-    """
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    INSERT INTO meta VALUES ('generation', '0');
-    CREATE TABLE batches (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT, batch_id TEXT NOT NULL UNIQUE, label TEXT NOT NULL,
-        started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL,
-        added INTEGER NOT NULL, replaced INTEGER NOT NULL, unchanged INTEGER NOT NULL,
-        dead_letters INTEGER NOT NULL);
-    CREATE TABLE records (
-        rowid INTEGER PRIMARY KEY, record_id TEXT NOT NULL, doc_id TEXT NOT NULL, doc_hash TEXT NOT NULL,
-        chunk_index INTEGER NOT NULL, source TEXT NOT NULL, title TEXT NOT NULL, heading TEXT NOT NULL,
-        text TEXT NOT NULL, citation_anchor TEXT, span_start INTEGER NOT NULL, span_end INTEGER NOT NULL,
-        content_hash TEXT NOT NULL, source_version TEXT, published_at TEXT, expires_at TEXT,
-        access_labels TEXT NOT NULL, citation_uri TEXT, authority_tier TEXT, evidence_family TEXT,
-        owner TEXT, superseded_by TEXT, batch_id TEXT NOT NULL, indexed_at TEXT NOT NULL,
-        retired_by TEXT, vector BLOB NOT NULL);
-    CREATE UNIQUE INDEX records_live_id ON records(record_id) WHERE retired_by IS NULL;
-    CREATE INDEX records_doc ON records(doc_id, retired_by);
-    CREATE INDEX records_batch ON records(batch_id);
-    CREATE INDEX records_retired ON records(retired_by);
-    CREATE VIRTUAL TABLE records_fts USING fts5(title, text, tokenize='porter unicode61 remove_diacritics 2');
-    CREATE TABLE dead_letters (
-        source TEXT PRIMARY KEY, reason TEXT NOT NULL, location TEXT NOT NULL, path TEXT NOT NULL,
-        batch_id TEXT NOT NULL, failed_at TEXT NOT NULL, attempts INTEGER NOT NULL);
-    """,
-    # 2: dead letters become an event log (failed / resolved, per batch), so a rollback restores exactly
-    # the dead-letter list as it was before the batch.
-    """
-    CREATE TABLE dead_letter_events (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT NOT NULL, kind TEXT NOT NULL,
-        reason TEXT NOT NULL, location TEXT NOT NULL, path TEXT NOT NULL, batch_id TEXT NOT NULL,
-        at TEXT NOT NULL);
-    CREATE INDEX dead_letter_events_source ON dead_letter_events(source, seq);
-    INSERT INTO dead_letter_events (source, kind, reason, location, path, batch_id, at)
-        SELECT source, 'failed', reason, location, path, batch_id, failed_at FROM dead_letters;
-    DROP TABLE dead_letters;
-    CREATE VIEW dead_letters AS
-        SELECT e.source AS source, e.reason AS reason, e.location AS location, e.path AS path,
-               e.batch_id AS batch_id, e.at AS failed_at,
-               (SELECT COUNT(*) FROM dead_letter_events f WHERE f.source = e.source AND f.kind = 'failed'
-                  AND f.seq > COALESCE((SELECT MAX(g.seq) FROM dead_letter_events g
-                                        WHERE g.source = e.source AND g.kind = 'resolved'), 0)) AS attempts
-        FROM dead_letter_events e
-        WHERE e.seq = (SELECT MAX(seq) FROM dead_letter_events h WHERE h.source = e.source)
-          AND e.kind = 'failed';
-    """,
-    # 3: only retired rows need the retired_by index; a full index made SQLite's planner scan every live
-    # row for `record_id IN (...)` lookups (150 ms instead of 0.2 ms at 100k chunks).
-    """
-    DROP INDEX records_retired;
-    CREATE INDEX records_retired ON records(retired_by) WHERE retired_by IS NOT NULL;
-    """,
-    # 4: a batch counts the documents it retired without a successor apart from those it replaced.
-    """
-    ALTER TABLE batches ADD COLUMN retired INTEGER NOT NULL DEFAULT 0;
-    """,
-]
 
 _BM25 = "bm25(records_fts, ?, 1.0)"  # (title, text) column weights: the title weight is a setting
 _WORD_CACHE_ROWS = 2_000_000  # about 32 MB of (rowid, score) pairs
 _CHUNK_CACHE_ROWS = 10_000  # decoded chunks kept per snapshot: a few tens of MB of text at most
 WordMatches = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]  # rows' positions in the snapshot, scores
-
-_CHUNK_COLUMNS = (
-    "record_id, doc_id, chunk_index, source, title, heading, text, citation_anchor, span_start, span_end, "
-    "content_hash, source_version, published_at, expires_at, access_labels, citation_uri, authority_tier, "
-    "evidence_family, owner, superseded_by, batch_id, indexed_at"
-)
-
-
-def _now() -> str:
-    return format_time(datetime.now(UTC)) or ""
-
-
-def _time(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def row_to_batch(r: sqlite3.Row) -> BatchInfo:
-    return BatchInfo(batch_id=r["batch_id"], started_at=_time(r["started_at"]) or datetime.now(UTC),
-                     finished_at=_time(r["finished_at"]), status=r["status"], added=r["added"],
-                     replaced=r["replaced"], unchanged=r["unchanged"], dead_letters=r["dead_letters"],
-                     label=r["label"], retired=r["retired"])
-
-
-def row_to_chunk(row: sqlite3.Row) -> Chunk:
-    return chunk_from_row(row, published_at=_time(row["published_at"]), expires_at=_time(row["expires_at"]),
-                          indexed_at=_time(row["indexed_at"]), access_labels=json.loads(row["access_labels"]))
 
 
 def _fts5_idf(rows: int, hits: int) -> float:
@@ -193,7 +117,7 @@ class SqliteStore:
             for number in range(version, len(MIGRATIONS)):
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    for statement in _statements(MIGRATIONS[number]):
+                    for statement in statements(MIGRATIONS[number]):
                         self._db.execute(statement)
                     self._db.execute(f"PRAGMA user_version = {number + 1}")
                     self._db.execute("COMMIT")
@@ -209,7 +133,7 @@ class SqliteStore:
 
     # ---- writes -------------------------------------------------------------------------------------
     def commit_batch(self, batch: BatchWrite) -> BatchInfo:
-        started = _now()
+        started = now()
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -239,7 +163,7 @@ class SqliteStore:
                 self._db.execute(
                     "INSERT INTO batches (batch_id, label, started_at, finished_at, status, added, replaced, "
                     "retired, unchanged, dead_letters) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (batch.batch_id, batch.label, started, _now(), "committed", added, replaced, retired,
+                    (batch.batch_id, batch.label, started, now(), "committed", added, replaced, retired,
                      batch.unchanged, len(batch.dead_letters)))
                 self._bump_generation()
                 self._db.execute("COMMIT")
@@ -291,13 +215,13 @@ class SqliteStore:
     def _insert(self, chunk: Chunk, doc_hash: str, batch_id: str, vector: npt.NDArray[np.float32]) -> None:
         p = chunk.provenance
         cur = self._db.execute(
-            f"INSERT INTO records ({_CHUNK_COLUMNS}, doc_hash, vector) VALUES "
+            f"INSERT INTO records ({CHUNK_COLUMNS}, doc_hash, vector) VALUES "
             f"({', '.join('?' * 24)})",
             (chunk.record_id, chunk.doc_id, chunk.chunk_index, chunk.source, chunk.title, chunk.heading,
              chunk.text, chunk.citation_anchor, chunk.span_start, chunk.span_end, chunk.content_hash,
              p.source_version, format_time(p.published_at), format_time(p.expires_at),
              json.dumps(list(p.access_labels)), p.citation_uri, p.authority_tier, p.evidence_family, p.owner,
-             p.superseded_by, batch_id, format_time(chunk.indexed_at) or _now(), doc_hash,
+             p.superseded_by, batch_id, format_time(chunk.indexed_at) or now(), doc_hash,
              np.asarray(vector, dtype=np.float32).tobytes()))
         self._db.execute("INSERT INTO records_fts (rowid, title, text) VALUES (?,?,?)",
                          (cur.lastrowid, chunk.title, chunk.text))
@@ -371,7 +295,7 @@ class SqliteStore:
                 for i in range(0, len(missing), 500):
                     part = missing[i:i + 500]
                     rows = self._db.execute(
-                        f"SELECT {_CHUNK_COLUMNS} FROM records INDEXED BY records_live_id "
+                        f"SELECT {CHUNK_COLUMNS} FROM records INDEXED BY records_live_id "
                         f"WHERE retired_by IS NULL AND record_id IN "
                         f"({','.join('?' * len(part))})", part).fetchall()
                     for r in rows:
@@ -391,7 +315,7 @@ class SqliteStore:
             try:
                 generation = self._generation()
                 rows = self._db.execute(
-                    f"SELECT {_CHUNK_COLUMNS} FROM records WHERE retired_by IS NULL ORDER BY rowid").fetchall()
+                    f"SELECT {CHUNK_COLUMNS} FROM records WHERE retired_by IS NULL ORDER BY rowid").fetchall()
             finally:
                 self._db.execute("COMMIT")
             chunks = [row_to_chunk(r) for r in rows]
@@ -563,7 +487,7 @@ class SqliteStore:
         with self._lock:
             rows = self._db.execute("SELECT * FROM dead_letters ORDER BY source").fetchall()
         return [DeadLetter(source=r["source"], reason=r["reason"], batch_id=r["batch_id"],
-                           failed_at=_time(r["failed_at"]) or datetime.now(UTC), location=r["location"],
+                           failed_at=from_iso(r["failed_at"]) or datetime.now(UTC), location=r["location"],
                            attempts=r["attempts"], path=r["path"]) for r in rows]
 
     def snapshot_id(self) -> str:
@@ -619,7 +543,3 @@ class SqliteStore:
         with self._lock, self._fts_lock:
             self._fts.close()
             self._db.close()
-
-
-def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]

@@ -29,7 +29,8 @@ import numpy.typing as npt
 
 from evidex.errors import StoreError
 from evidex.ingest.provenance import format_time
-from evidex.stores.sqlite import SqliteStore, row_to_batch, row_to_chunk
+from evidex.stores.sqlite import SqliteStore
+from evidex.stores.sqlite_schema import row_to_batch, row_to_chunk
 from evidex.types import BatchInfo, Chunk, Provenance
 
 FORMAT = "evidex-index"
