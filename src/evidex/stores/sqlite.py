@@ -5,14 +5,21 @@ live records. Dense search is exact: the live vectors are loaded once per snapsh
 and filters become boolean masks; records read by id are kept decoded for their snapshot too. A replaced
 chunk is retired (`retired_by` = the batch that replaced it), never deleted, so rolling a batch back
 restores exactly what it replaced. Every batch and every rollback is one transaction: a process killed
-mid-ingest leaves the last committed state. The tables, their numbered migrations and a row as a chunk or a batch
-are in `evidex.stores.sqlite_schema`.
+mid-ingest leaves the last committed state.
+
+The tables, their numbered migrations and a row as a chunk or a batch are in `evidex.stores.sqlite_schema`;
+FTS5's bm25(), summed word by word for sparse search, in `evidex.stores.sqlite_bm25`.
+
+This module is longer than the usual 300 lines (about 530): it holds the store class (about 470) and little
+else. Its writes (a batch or a rollback, each one transaction that retires or restores rows and bumps the
+generation) and its reads share its connections, their locks and that generation, which names a snapshot and
+keeps the per-snapshot caches (the dense matrix, each word's matches, decoded records, link contexts) valid:
+they are read together.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 import sqlite3
 import threading
@@ -32,6 +39,7 @@ from evidex.stores.dense import DenseIndex
 from evidex.stores.protocol import BatchWrite, model_after
 from evidex.stores.rows import label_counts
 from evidex.stores.snapshot_cache import SnapshotCache
+from evidex.stores.sqlite_bm25 import BM25, WordMatches, fts5_idf, significant, top
 from evidex.stores.sqlite_schema import (
     CHUNK_COLUMNS,
     MIGRATIONS,
@@ -45,31 +53,8 @@ from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
 
 INDEX_FILE = "index.sqlite"
 
-_BM25 = "bm25(records_fts, ?, 1.0)"  # (title, text) column weights: the title weight is a setting
 _WORD_CACHE_ROWS = 2_000_000  # about 32 MB of (rowid, score) pairs
 _CHUNK_CACHE_ROWS = 10_000  # decoded chunks kept per snapshot: a few tens of MB of text at most
-WordMatches = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]  # rows' positions in the snapshot, scores
-
-
-def _fts5_idf(rows: int, hits: int) -> float:
-    """FTS5's bm25() idf of a word `hits` of `rows` rows hold (1e-6 where it is not positive, as FTS5 does)."""
-    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-    return idf if idf > 0 else 1e-6
-
-
-def _significant(values: npt.NDArray[np.float64], digits: int) -> npt.NDArray[np.float64]:
-    """Positive `values` rounded to `digits` significant digits."""
-    scale = 10.0 ** (digits - 1 - np.floor(np.log10(values)))
-    return np.asarray(np.round(values * scale) / scale, dtype=np.float64)
-
-
-def _best(rows: npt.NDArray[np.intp], scores: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.intp]:
-    """The `limit` best of `rows` by score, ties by row (FTS5's `ORDER BY bm25, rowid`: rows are in rowid order)."""
-    if len(rows) > limit:
-        # Everything scoring at least the limit-th best score; the ties at the cut are ordered below.
-        floor = np.partition(scores[rows], len(rows) - limit)[len(rows) - limit]
-        rows = rows[scores[rows] >= floor]
-    return rows[np.lexsort((rows, -scores[rows]))][:limit]
 
 
 def _regexp(pattern: str, value: str | None) -> bool:
@@ -383,20 +368,20 @@ class SqliteStore:
             if readable is None:
                 scores[at] += raw
             elif len(at):
-                scores[at] += raw * (_fts5_idf(n_readable, int(readable[at].sum())) / _fts5_idf(n_all, len(at)))
+                scores[at] += raw * (fts5_idf(n_readable, int(readable[at].sum())) / fts5_idf(n_all, len(at)))
         matched = scores > 0  # a word's bm25() is positive in every row holding it (FTS5's idf is at least 1e-6)
         passing = index.mask(filters)
         keep = np.flatnonzero(matched if passing is None else matched & passing)
         if readable is None:
-            best = _best(keep, scores, limit)
+            best = top(keep, scores, limit)
         else:
             # Dividing out FTS5's idf leaves rounding noise that depends on every record's words: ten
             # significant digits keep it out of the scores and out of the order of ties.
-            scores[keep] = _significant(scores[keep], 10)
+            scores[keep] = significant(scores[keep], 10)
             # A search wider than the readers (a declared family's rescue) takes up to `limit` of each
             # audience: cut together, restricted hits would push readable ones out of the result.
-            best = np.concatenate([_best(keep[readable[keep]], scores, limit),
-                                   _best(keep[~readable[keep]], scores, limit)])
+            best = np.concatenate([top(keep[readable[keep]], scores, limit),
+                                   top(keep[~readable[keep]], scores, limit)])
             best = best[np.lexsort((best, -scores[best]))]
         return [ScoredId(index.ids[i], float(scores[i])) for i in best]
 
@@ -461,7 +446,7 @@ class SqliteStore:
                     for w in missing:
                         # The scores as SQLite's doubles: its printf keeps 16 significant digits, and a word's
                         # scores are summed to FTS5's own to the last bit.
-                        rows = self._fts.execute(f"SELECT rowid, {_BM25} FROM records_fts WHERE records_fts MATCH ?",
+                        rows = self._fts.execute(f"SELECT rowid, {BM25} FROM records_fts WHERE records_fts MATCH ?",
                                                  (self.title_weight, w)).fetchall()
                         found[w] = (np.searchsorted(index.rowids, np.array([r[0] for r in rows], dtype=np.int64)),
                                     -np.array([r[1] for r in rows], dtype=np.float64))
