@@ -47,6 +47,11 @@ def format_time(value: datetime | None) -> str | None:
     return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}Z"
 
 
+def read_time(value: str | None) -> datetime | None:
+    """A stored timestamp back: `format_time`'s form or any ISO 8601 text Python reads; None for none."""
+    return datetime.fromisoformat(value) if value else None
+
+
 def provenance_fields(fields: Mapping[str, Any], location: str) -> dict[str, Any]:
     """The provenance subset of `fields`, type-checked. Other keys (title, weight, ...) are ignored."""
     out: dict[str, Any] = {}

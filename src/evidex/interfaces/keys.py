@@ -37,6 +37,7 @@ from typing import Any
 
 from evidex.admission.gate import Principal
 from evidex.errors import ConfigError
+from evidex.ingest.provenance import read_time
 
 KEYS_FILE = "keys.sqlite"
 KEY_PREFIX = "evx_"
@@ -76,10 +77,6 @@ def utc_now() -> datetime:
 
 def hash_key(plaintext: str) -> str:
     return hashlib.sha256(plaintext.encode("utf-8")).hexdigest()
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
 
 
 def _text(value: datetime | None) -> str | None:
@@ -126,11 +123,12 @@ class KeyRecord:
 
 
 def _record(row: sqlite3.Row) -> KeyRecord:
-    created = _time(row["created_at"])
+    created = read_time(row["created_at"])
     assert created is not None
     return KeyRecord(key_id=row["key_id"], name=row["name"], principal=row["principal"],
                      labels=tuple(json.loads(row["labels"])), rate_per_min=int(row["rate_per_min"]),
-                     created_at=created, expires_at=_time(row["expires_at"]), revoked_at=_time(row["revoked_at"]))
+                     created_at=created, expires_at=read_time(row["expires_at"]),
+                     revoked_at=read_time(row["revoked_at"]))
 
 
 class KeyStore:

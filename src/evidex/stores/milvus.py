@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from evidex.errors import BackendUnavailable, ConfigError, StoreError
+from evidex.ingest.provenance import read_time
 from evidex.retrieval.links import LinkIndex
 from evidex.stores.dense import DenseIndex
 from evidex.stores.milvus_connection import (
@@ -59,7 +60,6 @@ from evidex.stores.milvus_schema import (
     check_lengths,
     event_row,
     filter_fields,
-    from_iso,
     now,
     open_collections,
     to_chunk,
@@ -514,7 +514,7 @@ class MilvusStore:
         for r in self._scan(self.meta, 'kind == "event"', META_FIELDS):
             if r["batch_id"] in done:
                 b = json.loads(r["body"])
-                events.append(DeadLetterEvent(b["source"], b["kind"], r["batch_id"], from_iso(b["at"]) or now(),
+                events.append(DeadLetterEvent(b["source"], b["kind"], r["batch_id"], read_time(b["at"]) or now(),
                                               b["reason"], b["location"], b["path"]))
         return events
 

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from evidex.errors import StoreError
-from evidex.ingest.provenance import format_time
+from evidex.ingest.provenance import format_time, read_time
 from evidex.stores.dense import DenseIndex
 from evidex.stores.rows import chunk_from_row
 from evidex.stores.transfer import DeadLetterEvent
@@ -66,10 +66,6 @@ def to_epoch(value: datetime | None, default: int) -> int:
 
 def _from_epoch(value: int, unset: int | None = None) -> datetime | None:
     return None if value == unset else datetime.fromtimestamp(value, UTC)
-
-
-def from_iso(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
 
 
 def now() -> datetime:
@@ -213,7 +209,7 @@ def event_row(event: DeadLetterEvent, seq: int) -> dict[str, Any]:
 
 def batch_info(row: dict[str, Any]) -> BatchInfo:
     body = json.loads(row["body"])
-    return BatchInfo(batch_id=row["batch_id"], started_at=from_iso(body["started_at"]) or now(),
-                     finished_at=from_iso(body["finished_at"]), status=row["status"], added=body["added"],
+    return BatchInfo(batch_id=row["batch_id"], started_at=read_time(body["started_at"]) or now(),
+                     finished_at=read_time(body["finished_at"]), status=row["status"], added=body["added"],
                      replaced=body["replaced"], unchanged=body["unchanged"],
                      dead_letters=body["dead_letters"], label=body["label"], retired=body.get("retired", 0))

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from evidex.errors import StoreError
-from evidex.ingest.provenance import format_time
+from evidex.ingest.provenance import format_time, read_time
 from evidex.retrieval.lexical import tokens
 from evidex.retrieval.links import LinkIndex
 from evidex.stores.dense import DenseIndex
@@ -43,7 +43,6 @@ from evidex.stores.sqlite_bm25 import BM25, WordMatches, fts5_idf, significant, 
 from evidex.stores.sqlite_schema import (
     CHUNK_COLUMNS,
     MIGRATIONS,
-    from_iso,
     now,
     row_to_batch,
     row_to_chunk,
@@ -472,7 +471,7 @@ class SqliteStore:
         with self._lock:
             rows = self._db.execute("SELECT * FROM dead_letters ORDER BY source").fetchall()
         return [DeadLetter(source=r["source"], reason=r["reason"], batch_id=r["batch_id"],
-                           failed_at=from_iso(r["failed_at"]) or datetime.now(UTC), location=r["location"],
+                           failed_at=read_time(r["failed_at"]) or datetime.now(UTC), location=r["location"],
                            attempts=r["attempts"], path=r["path"]) for r in rows]
 
     def snapshot_id(self) -> str:

@@ -21,7 +21,7 @@ import json
 import sqlite3
 from datetime import UTC, datetime
 
-from evidex.ingest.provenance import format_time
+from evidex.ingest.provenance import format_time, read_time
 from evidex.stores.rows import chunk_from_row
 from evidex.types import BatchInfo, Chunk
 
@@ -100,17 +100,13 @@ def now() -> str:
     return format_time(datetime.now(UTC)) or ""
 
 
-def from_iso(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
 def row_to_batch(r: sqlite3.Row) -> BatchInfo:
-    return BatchInfo(batch_id=r["batch_id"], started_at=from_iso(r["started_at"]) or datetime.now(UTC),
-                     finished_at=from_iso(r["finished_at"]), status=r["status"], added=r["added"],
+    return BatchInfo(batch_id=r["batch_id"], started_at=read_time(r["started_at"]) or datetime.now(UTC),
+                     finished_at=read_time(r["finished_at"]), status=r["status"], added=r["added"],
                      replaced=r["replaced"], unchanged=r["unchanged"], dead_letters=r["dead_letters"],
                      label=r["label"], retired=r["retired"])
 
 
 def row_to_chunk(row: sqlite3.Row) -> Chunk:
-    return chunk_from_row(row, published_at=from_iso(row["published_at"]), expires_at=from_iso(row["expires_at"]),
-                          indexed_at=from_iso(row["indexed_at"]), access_labels=json.loads(row["access_labels"]))
+    return chunk_from_row(row, published_at=read_time(row["published_at"]), expires_at=read_time(row["expires_at"]),
+                          indexed_at=read_time(row["indexed_at"]), access_labels=json.loads(row["access_labels"]))

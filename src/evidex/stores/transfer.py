@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from evidex.errors import StoreError
-from evidex.ingest.provenance import format_time
+from evidex.ingest.provenance import format_time, read_time
 from evidex.stores.sqlite import SqliteStore
 from evidex.stores.sqlite_schema import row_to_batch, row_to_chunk
 from evidex.types import BatchInfo, Chunk, Provenance
@@ -185,10 +185,6 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                     raise StoreError(f"{path}:{n}: invalid JSON: {exc}") from None
 
 
-def _time(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
-
-
 def _row_to_json(row: StoredRow) -> dict[str, Any]:
     c, p = row.chunk, row.chunk.provenance
     return {
@@ -208,15 +204,15 @@ def _row_to_json(row: StoredRow) -> dict[str, Any]:
 def _row_from_json(d: dict[str, Any], vector: npt.NDArray[np.float32]) -> StoredRow:
     p = d["provenance"]
     provenance = Provenance(
-        source_version=p["source_version"], published_at=_time(p["published_at"]),
-        expires_at=_time(p["expires_at"]), access_labels=tuple(p["access_labels"]),
+        source_version=p["source_version"], published_at=read_time(p["published_at"]),
+        expires_at=read_time(p["expires_at"]), access_labels=tuple(p["access_labels"]),
         citation_uri=p["citation_uri"], authority_tier=p["authority_tier"],
         evidence_family=p["evidence_family"], owner=p["owner"], superseded_by=p["superseded_by"])
     chunk = Chunk(
         record_id=d["record_id"], doc_id=d["doc_id"], chunk_index=d["chunk_index"], source=d["source"],
         title=d["title"], text=d["text"], citation_anchor=d["citation_anchor"], span_start=d["span_start"],
         span_end=d["span_end"], content_hash=d["content_hash"], provenance=provenance, heading=d["heading"],
-        batch_id=d["batch_id"], indexed_at=_time(d["indexed_at"]))
+        batch_id=d["batch_id"], indexed_at=read_time(d["indexed_at"]))
     return StoredRow(chunk, d["doc_hash"], vector, d["retired_by"])
 
 
@@ -227,8 +223,8 @@ def _batch_to_json(b: BatchInfo) -> dict[str, Any]:
 
 
 def _batch_from_json(d: dict[str, Any]) -> BatchInfo:
-    return BatchInfo(batch_id=d["batch_id"], started_at=_time(d["started_at"]) or datetime.now(UTC),
-                     finished_at=_time(d["finished_at"]), status=d["status"], added=d["added"],
+    return BatchInfo(batch_id=d["batch_id"], started_at=read_time(d["started_at"]) or datetime.now(UTC),
+                     finished_at=read_time(d["finished_at"]), status=d["status"], added=d["added"],
                      replaced=d["replaced"], unchanged=d["unchanged"], dead_letters=d["dead_letters"],
                      label=d["label"], retired=d.get("retired", 0))  # exports before 'retired' counted none
 
@@ -240,7 +236,7 @@ def _event_to_json(e: DeadLetterEvent) -> dict[str, Any]:
 
 def _event_from_json(d: dict[str, Any]) -> DeadLetterEvent:
     return DeadLetterEvent(source=d["source"], kind=d["kind"], batch_id=d["batch_id"],
-                           at=_time(d["at"]) or datetime.now(UTC), reason=d["reason"], location=d["location"],
+                           at=read_time(d["at"]) or datetime.now(UTC), reason=d["reason"], location=d["location"],
                            path=d["path"])
 
 
@@ -275,7 +271,7 @@ class SqliteTransfer:
             batches = tuple(row_to_batch(r) for r in db.execute("SELECT * FROM batches ORDER BY seq"))
             events = tuple(
                 DeadLetterEvent(source=r["source"], kind=r["kind"], batch_id=r["batch_id"],
-                                at=_time(r["at"]) or datetime.now(UTC), reason=r["reason"],
+                                at=read_time(r["at"]) or datetime.now(UTC), reason=r["reason"],
                                 location=r["location"], path=r["path"])
                 for r in db.execute("SELECT * FROM dead_letter_events ORDER BY seq"))
             generation = int(db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
