@@ -4,6 +4,7 @@ and how errors reach the user (exit codes, one-line messages, usage errors)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typer.testing import CliRunner, Result
 
 from evidex.interfaces import cli_runtime
 from evidex.interfaces.cli import app
+from evidex.interfaces.cli_evaluation import report_file
 
 Invoke = Callable[..., Result]
 
@@ -376,3 +378,18 @@ def test_a_principal_without_labels_is_told_why_nothing_was_admitted(invoke: Inv
     hint = " ".join(elsewhere.stderr.split())
     assert "no indexed page carries any of the labels ops; 2 chunks carry no label at all" in hint
     assert "eng" not in hint  # what else the index guards is not the query's to say
+
+
+def test_an_eval_report_path_is_checked_before_the_run(invoke: Invoke, tmp_path: Path) -> None:
+    """A report that cannot be written is a usage error at once, not a traceback after minutes of evaluation."""
+    blocker = tmp_path / "results.txt"
+    blocker.write_text("not a folder\n")
+    result = invoke("eval", "--corpus", str(tmp_path / "nowhere"), "--questions", str(tmp_path / "q.jsonl"),
+                    "--json", str(blocker / "report.json"), index=False)
+    assert result.exit_code == 2
+    assert "results.txt is a file, not a folder" in re.sub(r"[\s│]+", " ", result.output)  # out of rich's box
+    assert not (tmp_path / "nowhere").exists()
+    # A missing folder is made (as `evidex eval --json runs/today/k8s.json` expects).
+    assert report_file(tmp_path / "runs" / "today" / "k8s.json") == tmp_path / "runs" / "today" / "k8s.json"
+    assert (tmp_path / "runs" / "today").is_dir()
+

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,23 @@ from evidex.config import load_config
 from evidex.engine import ready_to_serve
 from evidex.interfaces.cli_runtime import AtOpt, ConfigOpt, err, out, parse_retrieved_at, progress_bar, run
 from evidex.interfaces.render import render_eval
+
+
+def report_file(path: Path | None) -> Path | None:
+    """Where `--json` writes a report, checked before a run that may take minutes: its folder is made if missing,
+    and a path that cannot be written is a usage error now, not a traceback once the run is over."""
+    if path is None:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        why = f"{blocking} is a file, not a folder" if blocking else exc.strerror or str(exc)
+        raise typer.BadParameter(f"cannot write the report to {path}: {why}", param_hint="'--json'") from None
+    if path.is_dir() or not os.access(path if path.exists() else path.parent, os.W_OK):
+        raise typer.BadParameter(f"cannot write the report to {path}: "
+                                 f"{'a directory' if path.is_dir() else 'permission denied'}", param_hint="'--json'")
+    return path
 
 
 def eval_cmd(
@@ -41,6 +59,7 @@ def eval_cmd(
 
     if (questions is None) == (queries is None) or (queries is not None and qrels is None):
         raise typer.BadParameter("give --questions, or --queries with --qrels")
+    json_path = report_file(json_path)
     cfg = run(lambda: load_config(config))
     if backend is not None:
         cfg = run(lambda: cfg.replace(index={"backend": backend}))
@@ -82,6 +101,7 @@ def bench_cmd(
     from evidex.evaluation.bench import run_bench
     from evidex.evaluation.bench_report import format_bench
 
+    json_path = report_file(json_path)
     cfg = run(lambda: load_config(config))
     docs = k8s_docs or Path("../shared/data/k8s/docs")
     report = run(lambda: run_bench(cfg, k8s_docs=docs if docs.is_dir() else None, synthetic_chunks=chunks,
