@@ -22,18 +22,21 @@ from evidex.interfaces.render import render_eval
 def report_file(path: Path | None) -> Path | None:
     """Where `--json` writes a report, checked before a run that may take minutes: its folder is made if missing,
     and a path that cannot be written is a usage error now, not a traceback once the run is over."""
-    if path is None:
-        return None
+    if path is not None and (why := _unwritable(path)):
+        raise typer.BadParameter(f"cannot write the report to {path}: {why}", param_hint="'--json'")
+    return path
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why a file cannot be written at `path` (its folder made first), or None."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        why = f"{blocking} is a file, not a folder" if blocking else exc.strerror or str(exc)
-        raise typer.BadParameter(f"cannot write the report to {path}: {why}", param_hint="'--json'") from None
-    if path.is_dir() or not os.access(path if path.exists() else path.parent, os.W_OK):
-        raise typer.BadParameter(f"cannot write the report to {path}: "
-                                 f"{'a directory' if path.is_dir() else 'permission denied'}", param_hint="'--json'")
-    return path
+        return f"{blocking} is a file, not a folder" if blocking else exc.strerror or str(exc)
+    if path.is_dir():
+        return "a directory"
+    return None if os.access(path if path.exists() else path.parent, os.W_OK) else "permission denied"
 
 
 def eval_cmd(
