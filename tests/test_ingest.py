@@ -196,6 +196,32 @@ def test_inline_html_reads_as_its_text_with_offsets_into_the_file() -> None:
         assert char.isspace() or INLINE_HTML[cleaned.source_offset(i)] == char, i
 
 
+CHARACTER_REFERENCES = """\
+| Feature | Alpha&nbsp;(v1.27) | Beta |
+| --- | --- | --- |
+| <tt>SidecarContainers</tt> | &#x2713; | &#10003; |
+
+Pods &mdash; and only pods &amp; their <i>volumes</i> &hellip; a pipe &#124; and &bogus; and &amp;lt;
+
+Write `&amp;` or `a &lt; b` in code as is.
+
+```
+echo "&#x2713; &mdash;"
+```
+"""
+
+
+def test_character_references_read_as_their_characters_outside_code() -> None:
+    cleaned = clean(CHARACTER_REFERENCES)
+    text = cleaned.text
+    assert "| Alpha\xa0(v1.27) |" in text and "| SidecarContainers | \u2713 | \u2713 |" in text
+    assert "Pods \u2014 and only pods & their volumes \u2026 a pipe | and &bogus; and &lt;" in text
+    assert "`&amp;` or `a &lt; b`" in text and 'echo "&#x2713; &mdash;"' in text  # code is as written
+    for i, char in enumerate(text):  # a decoded character maps to its reference, the rest to themselves
+        offset = cleaned.source_offset(i)
+        assert CHARACTER_REFERENCES[offset] == char or CHARACTER_REFERENCES[offset] == "&", (i, char)
+
+
 def test_inline_html_markup_is_not_evidence(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
     engine = make_engine()
     engine.ingest([write_corpus({"pss.md": INLINE_HTML})])

@@ -1,5 +1,6 @@
 """Markdown as engineering sites write it: front matter (YAML `---` or TOML `+++`), Hugo shortcodes,
-HTML comments, inline HTML (tables and lists written as `<td>`, `<li><code>`), and headings with optional custom
+HTML comments, inline HTML (tables and lists written as `<td>`, `<li><code>`), character references
+(`&#x2713;`, `&mdash;`), and headings with optional custom
 ids (`## Title {#custom-id}`).
 
 `clean` returns the readable text plus an offset map, so every chunk can still name its exact character
@@ -9,6 +10,8 @@ span in the original file.
 from __future__ import annotations
 
 import bisect
+import html
+import itertools
 import re
 import tomllib
 from dataclasses import dataclass
@@ -30,10 +33,13 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 # Inline HTML elements whose tags are markup, not text: `<td style="white-space: nowrap">Privileged</td>` reads
 # "Privileged". Only these names, so a placeholder in prose (`<pod-name>`) stays; links (`<a href>`) stay, since
 # they say which page is meant; nothing inside code (a fence or a backtick span) is touched.
-_INLINE_TAGS = "abbr|b|code|em|font|i|kbd|mark|nobr|s|small|span|strong|sub|sup|u"  # no space left where they were
+_INLINE_TAGS = "abbr|b|code|em|font|i|kbd|mark|nobr|s|small|span|strong|sub|sup|tt|u"  # no space left where they were
 _BLOCK_TAGS = ("blockquote|br|caption|center|col|colgroup|dd|del|details|div|dl|dt|figcaption|figure|h[1-6]|hr|img"
                "|ins|li|ol|p|pre|section|summary|table|tbody|td|tfoot|th|thead|tr|ul|wbr")
 _HTML_TAG = re.compile(rf"</?(?:(?P<inline>{_INLINE_TAGS})|{_BLOCK_TAGS})(?:\s[^<>]*)?/?>", re.I)
+# A character reference reads as its character ("&#x2713;" as "✓", "&mdash;" as "—"), outside code, where
+# Markdown keeps it literal; a name HTML does not know stays as written.
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _CODE_SPAN = re.compile(r"(`+)[^`\n][^\n]*?\1")
 _LINE = re.compile(r"[^\n]*\n?")
 _PARAGRAPH_END = re.compile(r"</(?:blockquote|details|div|dl|figure|ol|p|section|table|tr|ul)\s*>", re.I)
@@ -89,8 +95,9 @@ class CleanText:
 
 
 def clean(source: str, start: int = 0) -> CleanText:
-    """Strip comments, shortcodes and inline HTML tags from source[start:], keeping an offset map back to
-    `source`."""
+    """Strip comments, shortcodes and inline HTML tags from source[start:] and read its character references,
+    keeping an offset map back to `source`."""
+    code = _CodeRanges(source, start)
     pieces: list[str] = []
     out_starts: list[int] = []
     src_starts: list[int] = []
@@ -99,7 +106,8 @@ def clean(source: str, start: int = 0) -> CleanText:
         [(m.start(), m.end(), _tooltip_text(m)) for m in _TOOLTIP.finditer(source, start)]
         + [(m.start(), m.end(), "") for m in _SHORTCODE.finditer(source, start) if not _TOOLTIP.match(m.group())]
         + [(m.start(), m.end(), "") for m in _HTML_COMMENT.finditer(source, start)]
-        + _html_tags(source, start)
+        + _html_tags(source, start, code)
+        + _entities(source, start, code)
     )
     pos = start
     for e_start, e_end, replacement in edits:
@@ -122,16 +130,37 @@ def clean(source: str, start: int = 0) -> CleanText:
     return CleanText("".join(pieces), tuple(out_starts), tuple(src_starts))
 
 
-def _html_tags(source: str, start: int) -> list[tuple[int, int, str]]:
+class _CodeRanges:
+    """Where code is (fenced blocks and backtick spans), to leave it as written."""
+
+    def __init__(self, source: str, start: int) -> None:
+        spans = sorted(_fenced_ranges(source) + [m.span() for m in _CODE_SPAN.finditer(source, start)])
+        self._starts = [a for a, _ in spans]
+        self._ends = list(itertools.accumulate((b for _, b in spans), max))  # spans may nest (a span in a fence)
+
+    def __contains__(self, pos: int) -> bool:
+        i = bisect.bisect_right(self._starts, pos) - 1
+        return i >= 0 and pos < self._ends[i]
+
+
+def _entities(source: str, start: int, code: _CodeRanges) -> list[tuple[int, int, str]]:
+    edits = []
+    for m in _ENTITY.finditer(source, start):
+        text = html.unescape(m.group())
+        if text != m.group() and m.start() not in code:
+            edits.append((m.start(), m.end(), text))
+    return edits
+
+
+def _html_tags(source: str, start: int, code: _CodeRanges) -> list[tuple[int, int, str]]:
     """Edits removing inline HTML tags outside code: an inline element's tag leaves nothing (`<code>x</code>`
     reads "x"), a block's a space between two words (so two cells' words do not run together); a line of tags
     alone goes with its newline (or leaves a blank line, if it ends a row, a list or a paragraph), and a line
     holding a tag loses its indentation (a table's tabs)."""
-    code = _fenced_ranges(source) + [m.span() for m in _CODE_SPAN.finditer(source, start)]
     edits: list[tuple[int, int, str]] = []
     for line in _LINE.finditer(source, start):
         tags = [m for m in _HTML_TAG.finditer(source, line.start(), line.end())
-                if not any(a <= m.start() < b for a, b in code)]
+                if m.start() not in code]
         if not tags:
             continue
         kept = "".join(source[a:b] for a, b in zip([line.start(), *(m.end() for m in tags)],
