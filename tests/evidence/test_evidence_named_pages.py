@@ -132,3 +132,19 @@ def test_the_pipeline_reserves_the_named_page_found_by_look_up(tmp_path: Path) -
         assert reserve_stage.decisions["reserved"]["Pod Security Standard"] == "pss"
     finally:
         store.close()
+
+
+def test_a_name_is_met_only_by_a_chunk_that_holds_all_of_it() -> None:
+    """A page titled by one word of a two-word name is not its evidence ("SQL Server" against "API Server
+    Bypass Risks"): the aspect stays unmet, so the rescue searches for it, instead of reserving a page that
+    does not name it. Holding the whole name, a titled chunk still ranks above an untitled one."""
+    sql_server = RequiredFamily("SQL Server", "SQL Server", aspect_terms=("sql", "server"), entity=True)
+    bypass = make_chunk("bypass", "The API server can be bypassed through the kubelet or etcd.",
+                        title="API Server Bypass Risks")
+    mention = make_chunk("mention", "The app reads SQL Server credentials from a Secret.", title="Secrets")
+    titled = make_chunk("titled", "Connect pods to SQL Server with a domain identity.", title="SQL Server access")
+    assert not sql_server.matches(bypass)
+    assert sql_server.matches(mention) and sql_server.matches(titled)
+    assert sql_server.match_score(titled) > sql_server.match_score(mention)
+    phrase = RequiredFamily("sql server", "sql server", aspect_terms=("sql", "server"))
+    assert phrase.matches(bypass)  # a phrase's title words still count (its terms are weighted by rarity)

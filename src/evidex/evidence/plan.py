@@ -62,7 +62,7 @@ class RequiredFamily:
         """1.0 for a member by label, document or source; 0 for a chunk that does not hold an identifier aspect
         whole; 2.0 for a record known to be the aspect's best evidence; otherwise the share of the aspect's terms
         the chunk contains, each weighted by its rarity when the pipeline has set `term_weights` (title terms
-        count extra: a chunk titled by the aspect is about it)."""
+        count extra: a chunk titled by the aspect is about it; by a name, only if it holds the whole name)."""
         if self.label is not None and chunk.provenance.evidence_family == self.label:
             return 1.0
         if self.doc_ids and chunk.doc_id in self.doc_ids:
@@ -84,6 +84,8 @@ class RequiredFamily:
         total = sum(weights)
         share = sum(w for t, w in zip(self.aspect_terms, weights, strict=True) if t in have) / total
         in_title = sum(w for t, w in zip(self.aspect_terms, weights, strict=True) if t in title) / total
+        if self.entity and share < 1.0:
+            in_title = 0.0  # a name titles only a chunk that holds all of it ("SQL Server": not "API Server ...")
         if len(self._term_shares) < _TERM_SHARES_MAX:  # bounded: a configured shape's family lives on
             self._term_shares[key] = share + 0.5 * in_title
         return share + 0.5 * in_title
