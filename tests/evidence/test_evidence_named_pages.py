@@ -12,7 +12,7 @@ from evidence_support import CountingStore, cand, constant_encoder, counting_sto
 
 from evidex.config import Config
 from evidex.evidence.bridge import named_pages
-from evidex.evidence.plan import RequiredFamily, auto_plan
+from evidex.evidence.plan import EvidencePlan, PlanSource, RequiredFamily, auto_plan, with_term_weights
 from evidex.evidence.reserve import reserve
 from evidex.pipeline import PipelineParts, SearchRequest, run_search
 from evidex.types import RetrievalMode
@@ -134,17 +134,22 @@ def test_the_pipeline_reserves_the_named_page_found_by_look_up(tmp_path: Path) -
         store.close()
 
 
-def test_a_name_is_met_only_by_a_chunk_that_holds_all_of_it() -> None:
-    """A page titled by one word of a two-word name is not its evidence ("SQL Server" against "API Server
-    Bypass Risks"): the aspect stays unmet, so the rescue searches for it, instead of reserving a page that
-    does not name it. Holding the whole name, a titled chunk still ranks above an untitled one."""
-    sql_server = RequiredFamily("SQL Server", "SQL Server", aspect_terms=("sql", "server"), entity=True)
+def test_a_name_held_in_part_is_met_only_by_its_rare_words() -> None:
+    """A page titled by a common word of a name is not its evidence ("SQL Server" against "API Server Bypass
+    Risks", where every candidate says "server"): the aspect stays unmet, so the rescue searches for it instead
+    of reserving a page that does not name it. A page on the rare part of a name does meet it (the page on
+    either of "Cypress and Ajuga"), and a chunk holding all of a name meets it however common its words."""
     bypass = make_chunk("bypass", "The API server can be bypassed through the kubelet or etcd.",
                         title="API Server Bypass Risks")
     mention = make_chunk("mention", "The app reads SQL Server credentials from a Secret.", title="Secrets")
-    titled = make_chunk("titled", "Connect pods to SQL Server with a domain identity.", title="SQL Server access")
-    assert not sql_server.matches(bypass)
-    assert sql_server.matches(mention) and sql_server.matches(titled)
-    assert sql_server.match_score(titled) > sql_server.match_score(mention)
-    phrase = RequiredFamily("sql server", "sql server", aspect_terms=("sql", "server"))
-    assert phrase.matches(bypass)  # a phrase's title words still count (its terms are weighted by rarity)
+    servers = [make_chunk(f"s{i}", f"Server {i} answers the API server's calls.") for i in range(12)]
+    cypress = make_chunk("cypress", "Cypress is a genus of conifers.", title="Cypress")
+    pool = [cand(c, 0.5) for c in [bypass, mention, *servers, cypress]]
+    names = (RequiredFamily("SQL Server", "SQL Server", aspect_terms=("sql", "server"), entity=True),
+             RequiredFamily("Cypress and Ajuga", "Cypress and Ajuga", aspect_terms=("cypress", "ajuga"), entity=True))
+    plan = EvidencePlan(names, tuple(n.name for n in names), PlanSource.AUTO)
+    sql_server, cypress_and_ajuga = with_term_weights(plan, pool).families
+    assert names[0].matches(bypass)  # unweighted, one word of two in the title was enough
+    assert not sql_server.matches(bypass) and not any(sql_server.matches(c) for c in servers)
+    assert sql_server.matches(mention)
+    assert cypress_and_ajuga.matches(cypress)

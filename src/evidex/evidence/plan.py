@@ -62,7 +62,7 @@ class RequiredFamily:
         """1.0 for a member by label, document or source; 0 for a chunk that does not hold an identifier aspect
         whole; 2.0 for a record known to be the aspect's best evidence; otherwise the share of the aspect's terms
         the chunk contains, each weighted by its rarity when the pipeline has set `term_weights` (title terms
-        count extra: a chunk titled by the aspect is about it; by a name, only if it holds the whole name)."""
+        count extra: a chunk titled by the aspect is about it)."""
         if self.label is not None and chunk.provenance.evidence_family == self.label:
             return 1.0
         if self.doc_ids and chunk.doc_id in self.doc_ids:
@@ -84,8 +84,6 @@ class RequiredFamily:
         total = sum(weights)
         share = sum(w for t, w in zip(self.aspect_terms, weights, strict=True) if t in have) / total
         in_title = sum(w for t, w in zip(self.aspect_terms, weights, strict=True) if t in title) / total
-        if self.entity and share < 1.0:
-            in_title = 0.0  # a name titles only a chunk that holds all of it ("SQL Server": not "API Server ...")
         if len(self._term_shares) < _TERM_SHARES_MAX:  # bounded: a configured shape's family lives on
             self._term_shares[key] = share + 0.5 * in_title
         return share + 0.5 * in_title
@@ -174,18 +172,20 @@ def without_frames(plan: EvidencePlan, word_counts: Callable[[str], tuple[int, d
 
 
 def with_term_weights(plan: EvidencePlan, candidates: Sequence[Candidate]) -> EvidencePlan:
-    """`plan` with the terms of each phrase aspect (not a name, not an identifier) weighted by their rarity among
-    `candidates`, the request's pool: "they should be capped at 50 pods" is then met by a chunk holding
-    "capped", not by every page that says "pods" and "50"."""
-    def is_phrase(f: RequiredFamily) -> bool:
-        return bool(f.aspect_terms) and not (f.entity or f.verbatim)
+    """`plan` with the terms of each aspect but an identifier (met only whole) weighted by their rarity
+    among `candidates`, the request's pool: "they should be capped at 50 pods" is then met by a chunk holding
+    "capped", not by every page that says "pods" and "50"; a name held in part, only by its rare words ("SQL
+    Server" not by a page titled "API Server ..."; "Cypress and Ajuga" by the page on either). A chunk holding
+    all of an aspect's terms meets it however common they are."""
+    def weighs(f: RequiredFamily) -> bool:
+        return bool(f.aspect_terms) and not f.verbatim
 
-    wanted = {t for f in plan.families if is_phrase(f) for t in f.aspect_terms}
+    wanted = {t for f in plan.families if weighs(f) for t in f.aspect_terms}
     if not wanted:
         return plan
     weight = pool_rarity(wanted, candidates)
     families = tuple(dataclasses.replace(f, term_weights=tuple(weight[t] for t in f.aspect_terms))
-                     if is_phrase(f) else f for f in plan.families)
+                     if weighs(f) else f for f in plan.families)
     return dataclasses.replace(plan, families=families)
 
 
