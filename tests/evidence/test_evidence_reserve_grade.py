@@ -262,3 +262,25 @@ def test_a_phrase_aspect_is_met_by_its_rare_words_not_the_pools_common_ones() ->
     named = RequiredFamily("Pods", "Pods", aspect_terms=terms("Pods"), entity=True)
     weighted_name = with_term_weights(EvidencePlan((named,), ("Pods",), PlanSource.AUTO), pool).families[0]
     assert weighted_name.matches(lifecycle.chunk) and not weighted_name.matches(quota.chunk)
+
+
+def test_a_word_that_names_nothing_is_no_term_of_an_aspect() -> None:
+    """"meanwhile" is rare among the candidates only by chance: as a term it weighed more than "affinity", so
+    the node affinity page no longer met "can the controller add a required node affinity meanwhile" (and a
+    leader-migration chunk saying "meanwhile" came close to meeting it)."""
+    from evidex.evidence.plan import EvidencePlan, PlanSource, with_term_weights
+    from evidex.evidence.terms import terms
+
+    aspect = "can the controller add a required node affinity meanwhile"
+    assert terms(aspect) == ("controller", "add", "requir", "node", "affinity")
+    assert terms("how do completed Jobs expire on their own") == ("complet", "job", "expire")
+    placing = [cand(make_chunk(f"s{i}", f"The controller places pods on a node, case {i}."), 0.5) for i in range(8)]
+    rules = [cand(make_chunk(f"a{i}", f"Node affinity rules decide placement, case {i}."), 0.5) for i in range(4)]
+    migration = cand(make_chunk("migration", "Meanwhile the controller manager is required to hold a lease."), 0.1)
+    affinity = cand(make_chunk("affinity", "Schedule a pod using required node affinity.",
+                               title="Assign Pods to Nodes using Node Affinity"), 0.3)
+    pool = [*placing, *rules, migration, affinity]
+    plan = EvidencePlan((RequiredFamily(aspect, aspect, aspect_terms=terms(aspect)),), (aspect,), PlanSource.AUTO)
+    weighted = with_term_weights(plan, pool).families[0]
+    assert weighted.matches(affinity.chunk) and not weighted.matches(migration.chunk)
+    assert reserve(pool, [weighted], k=3).reserved == {aspect: "affinity"}

@@ -1,9 +1,10 @@
 """Words and terms: how evidex reads a question, an aspect or a chunk word by word.
 
-A term is a word lower-cased, its possessive and plural or verb ending taken off (`stem`), stopwords dropped;
-a chunk's terms are cached (`chunk_terms`). An identifier (a flag, an error code, a dotted or snake_case name)
-is held only whole (`holds_verbatim`, ignoring case, spacing and markdown escapes). A word's `rarity` among
-a request's candidates weighs what it says of which one a question is about.
+A term is a word lower-cased, its possessive and plural or verb ending taken off (`stem`), stopwords and words
+that name nothing ("meanwhile", "own") dropped; a chunk's terms are cached (`chunk_terms`). An identifier (a
+flag, an error code, a dotted or snake_case name) is held only whole (`holds_verbatim`, ignoring case, spacing
+and markdown escapes). A word's `rarity` among a request's candidates weighs what it says of which one a
+question is about.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ def stem(token: str) -> str:
 
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+# Not terms: the full-text stopwords, and words that frame a sentence but name nothing. An aspect's terms weigh
+# their rarity among the request's candidates, where such a word is rare only by chance: "meanwhile" had
+# outweighed "affinity" in "can the controller add a required node affinity meanwhile", "own" had met "how do
+# completed Jobs expire on their own" with a page on neither. The full-text query keeps its stopwords (the
+# published BM25 baselines' tokenization).
+_NOT_TERMS = STOPWORDS | frozenset(["also", "already", "anyway", "even", "ever", "hence", "however", "instead",
+                                    "meanwhile", "otherwise", "own", "still", "therefore", "thus", "yet"])
 
 
 _POSSESSIVE = re.compile(r"['’]s$", re.I)
@@ -83,7 +91,7 @@ def _word_set(text: str) -> set[str]:
 def _term_of(word: str) -> str:
     """The term of one word as `_WORD` finds it; "" for a stopword."""
     lower = _POSSESSIVE.sub("", word.lower())
-    return "" if lower in STOPWORDS else stem(lower)
+    return "" if lower in _NOT_TERMS else stem(lower)
 
 
 class _TermCache(dict[str, str]):
@@ -107,7 +115,7 @@ def content_words(text: str) -> list[tuple[str, str]]:
     for word in _WORD.findall(unicodedata.normalize("NFKC", text)):  # "cafe\u0301" is "café", as typed either way
         word = _POSSESSIVE.sub("", word)
         lower = word.lower()
-        if lower in STOPWORDS:
+        if lower in _NOT_TERMS:
             continue
         term = stem(lower)
         if term and term not in seen:
