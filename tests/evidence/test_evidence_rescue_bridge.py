@@ -3,6 +3,7 @@ searches) holding a tiny inline corpus."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -126,6 +127,20 @@ def test_no_lead_from_a_page_that_does_not_speak_of_the_aspect(store: CountingSt
     rescued = rescue(store, [family], [], wide_limit=50, min_matches=1, reader=None,
                      to_candidates=sparse_candidates(store))
     assert store.sparse_calls and rescued.leads == {}
+
+
+def test_no_lead_for_an_identifier_nothing_holds(store: CountingStore) -> None:
+    """An identifier is met only whole (`tidepool_replica_quorum`, as pasted from the user's config): a page
+    holding some of its words is not evidence of it, nor a lead for it (the RBAC page had been the lead of
+    `extra_hosts`). The same words as a phrase get the Tidepool page as their lead."""
+    identifier = dataclasses.replace(FAM_QUORUM, name="tidepool_replica_quorum_election",
+                                     rescue_query="tidepool_replica_quorum_election", verbatim=True)
+    assert rescue(store, [FAM_QUORUM], [], wide_limit=50, min_matches=1, reader=None,
+                  to_candidates=sparse_candidates(store)).leads == {FAM_QUORUM.name: "pool"}
+    rescued = rescue(store, [identifier], [], wide_limit=50, min_matches=1, reader=None,
+                     to_candidates=sparse_candidates(store))
+    assert store.sparse_calls[-1].query == identifier.rescue_query and rescued.attempts[0].hits > 0
+    assert rescued.leads == {} and rescued.added == []
 
 
 def test_pipeline_makes_one_retrieval_search_plus_one_per_short_family(store: CountingStore) -> None:

@@ -10,7 +10,8 @@ question could test whether restricted text contains a word.
 An automatic aspect that nothing meets by its terms, before or after its search, gets a *lead*: the search's
 best hit that speaks of the aspect, from a page the leading candidates do not already hold ("what lock
 permissions does that handover need" -> the Leases page, which holds "lock" but not "permissions"). A lead is
-kept in the context like evidence, but never covers its aspect: the aspect is still reported missing.
+kept in the context like evidence, but never covers its aspect: the aspect is still reported missing. An
+identifier (met only whole) gets no lead: a page that does not hold it is not about it.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Cand
         hit_candidates = to_candidates(hits)
         found = [c for c in hit_candidates if c.chunk.record_id not in have and family.matches(c.chunk)]
         lead = None
-        if not found and present == 0 and not family.is_store_filterable:
+        if not found and present == 0 and not family.is_store_filterable and not family.verbatim:
             telling = _telling_terms(family, hit_candidates)
             lead = next((c for c in hit_candidates if c.chunk.doc_id not in leading_pages
                          and speaks_of(c.chunk, family.name) and telling & chunk_terms(c.chunk)[0]), None)
