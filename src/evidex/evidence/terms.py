@@ -89,7 +89,7 @@ def _word_set(text: str) -> set[str]:
 
 
 def _term_of(word: str) -> str:
-    """The term of one word as `_WORD` finds it; "" for a stopword."""
+    """The term of one word as `_WORD` finds it; "" for a stopword or a word that names nothing."""
     lower = _POSSESSIVE.sub("", word.lower())
     return "" if lower in _NOT_TERMS else stem(lower)
 

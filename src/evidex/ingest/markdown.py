@@ -1,7 +1,6 @@
 """Markdown as engineering sites write it: front matter (YAML `---` or TOML `+++`), Hugo shortcodes,
 HTML comments, inline HTML (tables and lists written as `<td>`, `<li><code>`), character references
-(`&#x2713;`, `&mdash;`), and headings with optional custom
-ids (`## Title {#custom-id}`).
+(`&#x2713;`, `&mdash;`), and headings with optional custom ids (`## Title {#custom-id}`).
 
 `clean` returns the readable text plus an offset map, so every chunk can still name its exact character
 span in the original file.
