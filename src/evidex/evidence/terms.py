@@ -110,16 +110,12 @@ _TERMS = _TermCache()
 
 def content_words(text: str) -> list[tuple[str, str]]:
     """(word as written, its term) for the first occurrence of each content term of `text`, in order: the
-    terms are exactly `terms(text)`."""
+    terms are exactly `terms(text)` (each word's term is `_term_of`'s, through the same cache)."""
     seen: dict[str, str] = {}
     for word in _WORD.findall(unicodedata.normalize("NFKC", text)):  # "cafe\u0301" is "café", as typed either way
-        word = _POSSESSIVE.sub("", word)
-        lower = word.lower()
-        if lower in _NOT_TERMS:
-            continue
-        term = stem(lower)
+        term = _TERMS[word]
         if term and term not in seen:
-            seen[term] = word
+            seen[term] = _POSSESSIVE.sub("", word)
     return [(word, term) for term, word in seen.items()]
 
 

@@ -145,8 +145,7 @@ class _CodeRanges:
 def _entities(source: str, start: int, code: _CodeRanges) -> list[tuple[int, int, str]]:
     edits = []
     for m in _ENTITY.finditer(source, start):
-        text = html.unescape(m.group())
-        if text != m.group() and m.start() not in code:
+        if m.start() not in code and (text := html.unescape(m.group())) != m.group():
             edits.append((m.start(), m.end(), text))
     return edits
 
