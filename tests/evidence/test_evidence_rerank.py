@@ -59,6 +59,8 @@ def _scores(c: Candidate) -> dict[str, float]:
     # A hyphen inside a word starts no flag, and a camelCase or PascalCase name is taken whole.
     ("Does AMP-activated kinase bind UreA or PodSecurity?", ("AMP-activated", "UreA", "PodSecurity")),
     ("Run kubectl apply --dry-run=server, not -n", ("--dry-run",)),
+    # snake_case in either case, as a whole word only.
+    ("Why is max_pods ignored while VL_LEASE_REVOKED repeats?", ("max_pods", "VL_LEASE_REVOKED")),
 ])
 def test_exact_tokens(query: str, tokens: tuple[str, ...]) -> None:
     assert exact_tokens(query) == tokens

@@ -44,6 +44,8 @@ def test_unmatched_words(question: str, text: str, heading: str, asked: int, mis
     ("zzqqxx", "The caf\u00e9 opens at nine.", False),
     ("what is it", "What is it? It is a caf\u00e9.", False),  # only stopwords: nothing to hold
     ("VL_LEASE_REVOKED cafe", "The cafe raised VL_LEASE_EXPIRED.", False),  # an identifier must be whole
+    ("max_pods", "Set max_pods in the kubelet file.", True),  # a lone snake_case name is one identifier
+    ("max_pods", "The max number of pods per node.", False),  # its pieces apart are not it
 ])
 def test_a_chunk_speaks_of_a_focus_only_if_it_holds_something_of_it(focus: str, text: str, speaks: bool) -> None:
     assert speaks_of(evidence(text).chunk, focus) is speaks

@@ -85,7 +85,7 @@ class RerankWeights:
 # Every identifier starts a word: tried at every position inside one, the scans made a long word quadratic
 # (a 20,000-letter query took 8 s).
 _IDENTIFIER = re.compile(r"`([^`]+)`|((?<![\w-])--?[a-zA-Z][\w-]+|(?<!\w)(?:\w+(?:-\w+)+|[A-Za-z]?[a-z]+[A-Z]\w*|"
-                         r"[A-Z][A-Z0-9]*_[A-Z0-9_]+|\w+\.\w+(?:\.\w+)*|\w*\d\w*[A-Za-z]\w*))")
+                         r"[A-Z][A-Z0-9]*_[A-Z0-9_]+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\w+\.\w+(?:\.\w+)*|\w*\d\w*[A-Za-z]\w*))")
 
 
 @lru_cache(maxsize=1024)  # the reranker and the signals both ask, for every query
