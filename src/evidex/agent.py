@@ -53,12 +53,15 @@ def ask(tool: Tool, question: str, *, max_rounds: int = 3) -> AskTranscript:
             "aspects_covered": cov["aspects_covered"], "aspects_missing": cov["aspects_missing"],
             "families_found_but_rejected": cov["families_found_but_rejected"],
             "confidence": round(result["signals"]["confidence"], 1), "new_evidence": added})
+        if cov["aspects_not_in_index"]:
+            transcript.rounds[-1]["aspects_not_in_index"] = cov["aspects_not_in_index"]
         transcript.final_action, transcript.final_reason, transcript.owner = rec["action"], rec["reason"], rec["owner"]
         if focus is not None and focus not in cov["aspects_missing"]:
             transcript.rounds[-1]["note"] = f"aspect fixed by re-query: {focus}"
         if rec["action"] != "re-query":
             break
-        remaining = [a for a in rec["focus"] if a not in tried]
+        # An identifier no readable record holds cannot be found by searching for it again.
+        remaining = [a for a in rec["focus"] if a not in tried and a not in cov["aspects_not_in_index"]]
         if not remaining:
             transcript.rounds[-1]["note"] = ("every missing aspect was already re-queried; stopping" if rec["focus"]
                                              else "the recommendation names no aspect to re-query; stopping")

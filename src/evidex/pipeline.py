@@ -30,7 +30,7 @@ from evidex.evidence.plan import (
     with_term_weights,
     without_frames,
 )
-from evidex.evidence.rescue import rescue
+from evidex.evidence.rescue import index_holds, rescue
 from evidex.evidence.reserve import reserve
 from evidex.evidence.words import speaks_of
 from evidex.rerank.fused import CrossEncoder, RequestCrossEncoder, RerankWeights, rerank
@@ -135,7 +135,9 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
 
     with trace.stage("plan") as st:
         plan = plan_question(request.query, shapes=parts.shapes, explicit=request.plan,
-                             aspect_focus=request.aspect_focus, max_aspects=ev.max_aspects, similarity=similarity)
+                             aspect_focus=request.aspect_focus, max_aspects=ev.max_aspects, similarity=similarity,
+                             held=lambda identifier: index_holds(parts.store, identifier, limit=ev.wide_limit,
+                                                                 reader=reader))
         st.n_out = len(plan.families)
         st.decisions = {"source": plan.source.value, "families": [f.name for f in plan.families]}
 

@@ -531,10 +531,12 @@ def test_an_identifier_counts_as_found_only_verbatim(engine: Engine) -> None:
 @pytest.mark.parametrize("code", ["VL_FOO_BAR", "--frobnicate"])
 def test_an_identifier_aspect_is_covered_only_by_evidence_holding_it_whole(engine: Engine, code: str) -> None:
     """An identifier no page holds: its pieces ("VL", "vl-agent") had covered the aspect, and a re-query
-    focused on it reported it fixed and proceeded, citing pages about other codes."""
+    focused on it reported it fixed and proceeded, citing pages about other codes. The plan looks it up: it is
+    no obligation, reported as not in the index, and the question re-queried as off-topic for the index."""
     question = f"What does {code} mean?"
     first = ask(engine, question)
-    assert first["signals"]["coverage"]["aspects_missing"] == [code]
+    assert first["signals"]["coverage"]["aspects_not_in_index"] == [code]
+    assert first["signals"]["coverage"]["aspects_missing"] == [] and first["plan"]["not_in_index"] == [code]
     assert first["decision"]["recommendation"] == {**first["decision"]["recommendation"], "action": "re-query",
                                                    "focus": [code]}
     again = ask(engine, question, aspect_focus=code)  # what the agent does next

@@ -9,6 +9,7 @@ entities it describes instead of naming (`described_phrases`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from evidex.evidence.terms import is_abbreviation, is_identifier, terms, without_possessive
@@ -145,11 +146,16 @@ class Aspects:
     aspects: tuple[str, ...]
     entities: frozenset[str]  # names: a page titled by one is its best evidence
     verbatim: frozenset[str]  # identifiers: only a chunk holding one whole meets it
+    unheld: tuple[str, ...] = ()  # identifiers no record holds (the requester's own values): no obligation
 
 
-def question_aspects(question: str, *, max_aspects: int) -> Aspects:
+def question_aspects(question: str, *, max_aspects: int, held: Callable[[str], bool] | None = None) -> Aspects:
     """Aspects from the question alone, most specific first: identifiers and quoted strings, multi-word
-    names, then sub-questions, then single-word names; at most `max_aspects` (`_within_cap`)."""
+    names, then sub-questions, then single-word names; at most `max_aspects` (`_within_cap`).
+
+    `held` tells whether the index holds an identifier whole anywhere. One it does not is the requester's own
+    value (`legacy-db`, `extra_hosts`, `10.96.0.20`): no evidence can meet it, so it is no obligation and takes
+    none of the cap's slots, which go to what the question asks; it is returned as `unheld`."""
     code = [m.group(1).strip() for m in _CODE.finditer(question)]
     identifiers = [*code, *(q.strip() for q in quoted_strings(question))]
     plain = _QUOTED.sub(" ", _CODE.sub(" ", question))
@@ -174,9 +180,11 @@ def question_aspects(question: str, *, max_aspects: int) -> Aspects:
             continue
         unique.append(a)
         seen_terms.append(t)
+    unheld = tuple(a for a in unique if a in verbatim and held is not None and not held(a))
+    unique = [a for a in unique if a not in unheld]
     if len(unique) > max_aspects:
         unique = _within_cap(unique, clauses, [*multi, *single], plain, max_aspects)
-    return Aspects(tuple(unique), frozenset({*identifiers, *multi, *single}), frozenset(verbatim))
+    return Aspects(tuple(unique), frozenset({*identifiers, *multi, *single}), frozenset(verbatim), unheld)
 
 
 def _term_key(text: str) -> frozenset[str]:

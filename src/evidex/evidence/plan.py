@@ -123,26 +123,34 @@ class EvidencePlan:
     shape: str | None = None
     notes: tuple[str, ...] = field(default=())
     chained: bool = False  # one clause describing an unnamed entity: follow names (bridging) to find it
+    # Identifiers the question quotes that no record the requester may read holds whole (`question_aspects`):
+    # the requester's own values, no obligation.
+    unheld: tuple[str, ...] = ()
 
     @property
     def composition(self) -> str:
         return "chain" if self.chained else "parallel"
 
     def to_dict(self) -> dict[str, object]:
-        return {"source": self.source.value, "shape": self.shape, "aspects": list(self.aspects),
-                "families": [f.to_dict() for f in self.families], "composition": self.composition,
-                "notes": list(self.notes)}
+        d: dict[str, object] = {"source": self.source.value, "shape": self.shape, "aspects": list(self.aspects),
+                                "families": [f.to_dict() for f in self.families], "composition": self.composition,
+                                "notes": list(self.notes)}
+        if self.unheld:
+            d["not_in_index"] = list(self.unheld)
+        return d
 
 
 
-def auto_plan(question: str, *, max_aspects: int = 4) -> EvidencePlan:
+def auto_plan(question: str, *, max_aspects: int = 4, held: Callable[[str], bool] | None = None) -> EvidencePlan:
     """A plan from the question alone: each of its aspects (`question_aspects`) an obligation with its own rescue
-    query, the aspect's words."""
-    found = question_aspects(question, max_aspects=max_aspects)
+    query, the aspect's words. `held`: whether the index holds an identifier (one it does not is no obligation;
+    the plan's `unheld` names it)."""
+    found = question_aspects(question, max_aspects=max_aspects, held=held)
     families = tuple(RequiredFamily(name=a, rescue_query=a, aspect_terms=terms(a), entity=a in found.entities,
                                     verbatim=a in found.verbatim) for a in found.aspects)
     source = PlanSource.AUTO if families else PlanSource.NONE
-    return EvidencePlan(families=families, aspects=found.aspects, source=source, chained=is_chained(question))
+    return EvidencePlan(families=families, aspects=found.aspects, source=source, chained=is_chained(question),
+                        unheld=found.unheld)
 
 
 def without_frames(plan: EvidencePlan, word_counts: Callable[[str], tuple[int, dict[str, int]]], max_share: float,
@@ -201,7 +209,8 @@ def focus_plan(plan: EvidencePlan, aspect_focus: str | None) -> EvidencePlan:
     existing = next((f for f in plan.families if f.name == focus), None)
     aspects = (focus, *[a for a in plan.aspects if a != focus])
     return EvidencePlan(families=(existing or first, *kept), aspects=aspects, source=plan.source,
-                        shape=plan.shape, notes=(*plan.notes, f"aspect focus: {focus}"), chained=plan.chained)
+                        shape=plan.shape, notes=(*plan.notes, f"aspect focus: {focus}"), chained=plan.chained,
+                        unheld=tuple(a for a in plan.unheld if a != focus))
 
 
 @dataclass(frozen=True)
@@ -233,22 +242,24 @@ SimilarityToExamples = Callable[[QuestionShape], float | None]
 
 def plan_question(question: str, *, shapes: Sequence[QuestionShape] = (), explicit: EvidencePlan | None = None,
                   aspect_focus: str | None = None, max_aspects: int = 4,
-                  similarity: SimilarityToExamples | None = None) -> EvidencePlan:
+                  similarity: SimilarityToExamples | None = None,
+                  held: Callable[[str], bool] | None = None) -> EvidencePlan:
     """The plan for a question: the caller's, else the first matching shape, else automatic. `similarity`
-    gives the question's cosine to a shape's closest example (shapes with examples need it to match by them)."""
+    gives the question's cosine to a shape's closest example (shapes with examples need it to match by them);
+    `held`, whether the index holds an identifier the question quotes (`auto_plan`)."""
     if explicit is not None:
         chosen = explicit
     else:
         scores = {s.name: similarity(s) if similarity is not None and s.examples else None for s in shapes}
         shape = next((s for s in shapes if s.matches(question, scores[s.name])), None)
         if shape is not None:
-            auto = auto_plan(question, max_aspects=max_aspects)
+            auto = auto_plan(question, max_aspects=max_aspects, held=held)
             score = scores[shape.name]
             notes = (f"similarity to the closest example: {score:.2f}",) if score is not None else ()
             chosen = EvidencePlan(families=shape.families, aspects=auto.aspects, source=PlanSource.SHAPE,
-                                  shape=shape.name, chained=auto.chained, notes=notes)
+                                  shape=shape.name, chained=auto.chained, notes=notes, unheld=auto.unheld)
         else:
-            chosen = auto_plan(question, max_aspects=max_aspects)
+            chosen = auto_plan(question, max_aspects=max_aspects, held=held)
     return focus_plan(chosen, aspect_focus)
 
 
@@ -269,4 +280,5 @@ def plan_from_dict(data: dict[str, Any]) -> EvidencePlan:
         for f in data.get("families", ()))
     return EvidencePlan(families=families, aspects=tuple(data.get("aspects", ())),
                         source=PlanSource(data.get("source", "caller")), shape=data.get("shape"),
-                        notes=tuple(data.get("notes", ())), chained=data.get("composition") == "chain")
+                        notes=tuple(data.get("notes", ())), chained=data.get("composition") == "chain",
+                        unheld=tuple(data.get("not_in_index", ())))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from evidex.evidence.grade import DEFAULT_THRESHOLDS, GradeThresholds, validates
 from evidex.evidence.plan import RequiredFamily
-from evidex.evidence.terms import chunk_terms
+from evidex.evidence.terms import chunk_terms, holds_verbatim
 from evidex.evidence.words import speaks_of
 from evidex.stores.protocol import Store
 from evidex.types import Candidate, ScoredId, SearchFilters
@@ -65,6 +65,13 @@ def family_filters(family: RequiredFamily, reader: SearchFilters | None) -> Sear
     if family.source_regex is not None:
         return SearchFilters(source_pattern=family.source_regex)
     return reader
+
+
+def index_holds(store: Store, identifier: str, *, limit: int, reader: SearchFilters | None) -> bool:
+    """Whether a record the requester may read holds `identifier` whole: among the best `limit` hits of the
+    search an identifier's rescue would make, so an identifier this says no to is one no rescue could meet."""
+    hits = store.search_sparse(identifier, limit, reader, scope=reader.access_labels if reader is not None else None)
+    return any(holds_verbatim(c, identifier) for c in store.get([h.record_id for h in hits]))
 
 
 def rescue(store: Store, families: Sequence[RequiredFamily], pool: Sequence[Candidate], *,

@@ -264,8 +264,10 @@ def ask_cmd(
         return
     for r in transcript.rounds:
         focus = f" (aspect_focus: {escape(r['aspect_focus'])})" if r["aspect_focus"] else ""
+        unheld = f"not in the index: {escape(', '.join(r['aspects_not_in_index']))}; " \
+            if r.get("aspects_not_in_index") else ""
         out.print(f"[bold]round {r['round']}[/]{focus}: {r['action']} — {escape(r['reason'])}; "
-                  f"missing aspects: {escape(', '.join(r['aspects_missing']) or 'none')}; "
+                  f"missing aspects: {escape(', '.join(r['aspects_missing']) or 'none')}; {unheld}"
                   f"+{len(r['new_evidence'])} evidence")
         if r.get("note"):
             out.print(f"  [green]{escape(r['note'])}[/]")

@@ -249,6 +249,9 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, A
     return {
         "aspects_covered": covered,
         "aspects_missing": missing,
+        # Identifiers the question quotes that no readable record holds (the requester's own values): no evidence
+        # can hold them, so they are neither covered nor missing, and a re-query for them would find nothing.
+        "aspects_not_in_index": list(outcome.plan.unheld),
         # The lesser of the two: a family found but rejected is not covered, whatever the aspects say.
         "ratio": round(min(aspect_ratio, family_ratio), 4),
         "families_covered": by_status["covered"],

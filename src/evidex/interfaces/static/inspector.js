@@ -102,6 +102,7 @@
     clear(aspects);
     for (const a of result.signals.coverage.aspects_covered) aspects.append(chip(a, "covered", "aspect"));
     for (const a of result.signals.coverage.aspects_missing) aspects.append(chip(a, "missing", "aspect"));
+    for (const a of result.signals.coverage.aspects_not_in_index || []) aspects.append(chip(a, "not-in-index", "aspect"));
     if (!aspects.firstChild) aspects.append(el("span", {class: "hint"}, "no aspects"));
   }
 
