@@ -17,6 +17,7 @@ from evidex.evidence.aspects import question_aspects
 from evidex.evidence.plan import auto_plan
 from evidex.evidence.rescue import index_holds
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search
+from evidex.signals.compute import coverage, recommend
 from evidex.stores.sqlite import SqliteStore
 from evidex.types import Chunk, RetrievalMode, SearchFilters
 
@@ -95,3 +96,18 @@ def test_the_pipeline_plans_what_the_index_can_evidence(stores: dict[str, Sqlite
                                    "how do we cap the key service's memory")
     assert unheld.plan.unheld == ("ledger_db",) and held.plan.unheld == ()
     assert all(f.name != "ledger_db" for f in unheld.plan.families)  # never reported missing
+
+
+def test_the_signals_count_it_missing_but_send_no_search_after_it(stores: dict[str, SqliteStore]) -> None:
+    """The evidence says nothing of the value, so the answer is not complete; but a re-query focused on it would
+    search for what the look-up already found nowhere, so the recommendation names no focus, only the value."""
+    outcome = _search(stores["restricted"])
+    cov = coverage(outcome)
+    assert cov["aspects_not_in_index"] == ["ledger_db"] and "ledger_db" not in cov["aspects_missing"]
+    covered = len(cov["aspects_covered"])
+    assert covered == 3 and cov["ratio"] == round(covered / (covered + 1), 4)
+    rec = recommend(outcome, cov, threshold=0.8, min_question_word_share=0.0, confidence=1.0,
+                    min_proceed_confidence=0.0, default_owner=None)
+    assert rec.action == "re-query" and rec.focus == () and "no record of ledger_db" in rec.reason
+    assert recommend(outcome, cov, threshold=0.7, min_question_word_share=0.0, confidence=1.0,
+                     min_proceed_confidence=0.0, default_owner=None).action == "proceed"

@@ -75,7 +75,7 @@
     facts.append(el("dt", {}, "confidence"), el("dd", {}, meter, " ", confidence));
     // Aspects and families alike: a family found but rejected is not covered, whatever the aspects say.
     const planned = sig.coverage.aspects_covered.length + sig.coverage.aspects_missing.length
-      + result.families.length;
+      + (sig.coverage.aspects_not_in_index || []).length + result.families.length;
     fact("coverage", planned ? Number(sig.coverage.ratio).toFixed(2) : "n/a (nothing planned)");
     const principal = req.principal ? req.principal.name + " [" + req.principal.labels.join(", ") + "]" : "-";
     fact("principal", principal, "principal");
