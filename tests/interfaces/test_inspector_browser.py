@@ -108,6 +108,14 @@ def test_inspector_shows_the_decision(browser: Any, handbook_engine: Engine, key
         assert max(widths) > 0
         assert browser.find_element(By.ID, "timing-total").text.startswith("total ")
 
+        # A value the index holds no record of is shown apart from the aspects covered and missing.
+        browser.find_element(By.ID, "aspect-focus").clear()
+        browser.find_element(By.ID, "query").clear()
+        browser.find_element(By.ID, "query").send_keys("Why does `vl_frob_window` delay the Vaultline key rotation?")
+        browser.find_element(By.ID, "submit").click()
+        unheld = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#aspects [data-status=not-in-index]"))
+        assert [c.text.split("\n")[0] for c in unheld] == ["vl_frob_window"]
+
         # The key stays for this tab's session only.
         assert browser.execute_script("return sessionStorage.getItem('evidex.apiKey')") == key
         assert browser.execute_script("return localStorage.length") == 0
