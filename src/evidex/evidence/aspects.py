@@ -154,7 +154,7 @@ def question_aspects(question: str, *, max_aspects: int, held: Callable[[str], b
     names, then sub-questions, then single-word names; at most `max_aspects` (`_within_cap`).
 
     `held` tells whether the index holds an identifier whole anywhere. One it does not is the requester's own
-    value (`legacy-db`, `extra_hosts`, `10.96.0.20`): no evidence can meet it, so it is no obligation and takes
+    value (`ledger_db`, `extra_hosts`, `10.96.0.20`): no evidence can meet it, so it is no obligation and takes
     none of the cap's slots, which go to what the question asks; it is returned as `unheld`."""
     code = [m.group(1).strip() for m in _CODE.finditer(question)]
     identifiers = [*code, *(q.strip() for q in quoted_strings(question))]
