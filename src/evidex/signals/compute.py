@@ -242,8 +242,8 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, A
         (missing if nest.hops_unfollowed else covered).append(HOP_ASPECT)
     # An identifier the question quotes that no readable record holds is no obligation (it took no slot of the
     # plan), but the evidence still says nothing of it: it counts against the ratio like a missing aspect. Left
-    # out, it had let answers about a claim's own subject proceed ("aPKCz causes ...", a corpus that spells it
-    # "aPKCζ": SciFact coverage precision 0.865 -> 0.854).
+    # out, it had let answers about a claim's own subject proceed ("aPKCz causes ...", of a corpus that never
+    # names aPKCz: SciFact coverage precision 0.865 -> 0.854).
     unheld = list(outcome.plan.unheld)
     total = len(covered) + len(missing) + len(unheld)
     by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
