@@ -6,7 +6,8 @@
   confidence_auroc: how often a complete answer gets a higher confidence than an incomplete one;
 - coverage_precision / coverage_recall: the coverage detector says "complete" (every planned aspect and
   family covered) — how often is every gold family (every relevant document, for BEIR sets) really in the
-  top k, and how many complete answers does it recognise;
+  top k, and how many complete answers does it recognise; coverage_auroc: how often a complete answer gets a
+  higher coverage ratio than an incomplete one (0.5: the ratio tells them apart no better than chance);
 - requery_when_incomplete: how often the recommendation is re-query or stop when the answer really is
   incomplete; proceed_when_complete: how often it is proceed when the answer is complete;
 - signals_ms: what computing the signals adds to a query (p50 / p95 of each result's `cost`).
@@ -32,11 +33,13 @@ def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float, bool]]) 
     """rows: (question, result JSON, quality, complete: every required family / relevant document in the top k)."""
     conf = [r["signals"]["confidence"] for _, r, _, _ in rows]
     qual = [q for _, _, q, _ in rows]
+    ratios: list[float] = []
     says_complete: list[bool] = []
     is_complete: list[bool] = []
     action: list[str] = []
     for _, result, _, complete in rows:
         cov = result["signals"]["coverage"]
+        ratios.append(cov["ratio"])
         says = cov["ratio"] >= 1.0 and not cov["families_missing"] and not cov["families_found_but_rejected"]
         says_complete.append(says)
         is_complete.append(complete)
@@ -58,6 +61,7 @@ def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float, bool]]) 
         "confidence_auroc": None if auc is None else round(auc, 4),
         "coverage_precision": ratio(tp, sum(says_complete)),
         "coverage_recall": ratio(tp, sum(is_complete)),
+        "coverage_auroc": None if (cov_auc := metrics.auroc(ratios, is_complete)) is None else round(cov_auc, 4),
         "requery_when_incomplete": ratio(sum(1 for a in when_incomplete if a != "proceed"), len(when_incomplete)),
         "proceed_when_complete": ratio(sum(1 for a in when_complete if a == "proceed"), len(when_complete)),
         "signals_ms": {"p50": round(metrics.percentile(spent, 50), 3), "p95": round(metrics.percentile(spent, 95), 3)},
