@@ -148,13 +148,14 @@ def render_eval(console: Console, report: dict[str, Any]) -> None:
     with_signals = {name: row["signals"] for name, row in pipelines.items() if "signals" in row}
     if with_signals:
         console.print(_figures(
-            ["pipeline", "Spearman", "ceiling", "AUROC", "precision", "recall", "cov. AUROC", "re-query", "ms"],
+            ["pipeline", "Spearman", "ceiling", "AUROC", "coverage precision / recall", "ratio AUROC", "re-query",
+             "ms"],
             [[name, _fmt(sig["confidence_spearman"]), _fmt(sig["confidence_spearman_ceiling"]),
-              _fmt(sig["confidence_auroc"]), _fmt(sig["coverage_precision"]), _fmt(sig["coverage_recall"]),
+              _fmt(sig["confidence_auroc"]), f"{_fmt(sig['coverage_precision'])} / {_fmt(sig['coverage_recall'])}",
               _fmt(sig.get("coverage_auroc")),  # reports written before it have none
               _fmt(sig["requery_when_incomplete"]), f"{sig['signals_ms']['p50']:.2f}"]
              for name, sig in with_signals.items()],
-            title="agent signals against the truth"))
+            title="agent signals against the truth", pad_edge=False))  # nine columns: 80 wide without the edges
         console.print("confidence against quality: Spearman, the ceiling of a score that never ties, AUROC; the "
                       "coverage detector's precision and recall, and the AUROC of its ratio; re-query when the "
                       "answer is incomplete; what the signals cost, p50 ms", style="dim")
