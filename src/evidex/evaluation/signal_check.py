@@ -55,13 +55,14 @@ def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float, bool]]) 
     rho = metrics.spearman(conf, qual)
     ceiling = metrics.spearman_ceiling(qual)
     auc = metrics.auroc(conf, is_complete)
+    coverage_auc = metrics.auroc(ratios, is_complete)
     return {
         "confidence_spearman": None if rho is None else round(rho, 4),
         "confidence_spearman_ceiling": None if ceiling is None else round(ceiling, 4),
         "confidence_auroc": None if auc is None else round(auc, 4),
         "coverage_precision": ratio(tp, sum(says_complete)),
         "coverage_recall": ratio(tp, sum(is_complete)),
-        "coverage_auroc": None if (cov_auc := metrics.auroc(ratios, is_complete)) is None else round(cov_auc, 4),
+        "coverage_auroc": None if coverage_auc is None else round(coverage_auc, 4),
         "requery_when_incomplete": ratio(sum(1 for a in when_incomplete if a != "proceed"), len(when_incomplete)),
         "proceed_when_complete": ratio(sum(1 for a in when_complete if a == "proceed"), len(when_complete)),
         "signals_ms": {"p50": round(metrics.percentile(spent, 50), 3), "p95": round(metrics.percentile(spent, 95), 3)},
