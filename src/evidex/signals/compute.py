@@ -244,8 +244,8 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, A
     # plan), but the evidence still says nothing of it: it counts against the ratio like a missing aspect. Left
     # out, it had let answers about a claim's own subject proceed ("aPKCz causes ...", of a corpus that never
     # names aPKCz: SciFact coverage precision 0.865 -> 0.854).
-    unheld = list(outcome.plan.unheld)
-    total = len(covered) + len(missing) + len(unheld)
+    not_in_index = list(outcome.plan.unheld)
+    total = len(covered) + len(missing) + len(not_in_index)
     by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
     for f in outcome.families:
         by_status[f.status].append(f.name)
@@ -256,7 +256,7 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, A
         "aspects_missing": missing,
         # Identifiers the question quotes that no readable record holds (the requester's own values, or a spelling
         # the index does not use): missing, but a re-query for them would find nothing.
-        "aspects_not_in_index": unheld,
+        "aspects_not_in_index": not_in_index,
         # The lesser of the two: a family found but rejected is not covered, whatever the aspects say.
         "ratio": round(min(aspect_ratio, family_ratio), 4),
         "families_covered": by_status["covered"],
@@ -326,7 +326,9 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
                               owner=next_step_owner(outcome, default_owner, blocked))
     focus = outcome.request.aspect_focus
     query = f"{outcome.request.query} {focus}" if focus else outcome.request.query  # as the reranker read it
-    unheld: tuple[str, ...] = ()  # the question's words no evidence holds, as one focus (not for a caller's plan)
+    # The question's words no evidence holds, as one focus (not for a caller's plan; not the plan's `unheld`
+    # identifiers, which no record holds at all).
+    absent_words: tuple[str, ...] = ()
     if outcome.plan.source.value != "caller":
         words = words_held(query, outcome.context, outcome.ranked)  # admitted candidates only
         if not words.asked:
@@ -339,7 +341,7 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
             # development sets' own indexes this holds for 1-3% of the questions; asked of another domain's
             # index (k8s against the Wikipedia and SciFact sets, and theirs against k8s), for 82-93%.
             return Recommendation("re-query", describe_off_topic(words), focus=(" ".join(words.missing),))
-        unheld = (" ".join(words.missing),) if words.missing else ()
+        absent_words = (" ".join(words.missing),) if words.missing else ()
     ratio = cov["ratio"]
     if ratio < threshold:
         # The hop itself is not a phrase to search for: an agent re-queries the missing named aspects, else
@@ -352,13 +354,14 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
             return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}: the index holds no "
                                   f"record of {', '.join(cov['aspects_not_in_index'])}; rephrase or ask elsewhere")
         return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}", focus=aspects)
-    if confidence < min_proceed_confidence and unheld:
+    if confidence < min_proceed_confidence and absent_words:
         # Some of the question's words are in no evidence (too few, by weight, for the check above), and the
         # fitted model expects little of the answer: a near miss, such as "kubelet eviction thresholds" asked of
         # a handbook that mentions a kubelet and thresholds but never eviction. Both are needed: on a corpus of
         # a few pages the confidence is low even for an answer that holds every word of the question.
         return Recommendation("re-query", f"confidence {confidence:.2f} is below {min_proceed_confidence:.2f} and "
-                              f"the evidence lacks {unheld[0]}: it may not answer the question", focus=unheld)
+                              f"the evidence lacks {absent_words[0]}: it may not answer the question",
+                              focus=absent_words)
     if not planned(cov, outcome.families):
         # Nothing was planned to check; the terminal shows "coverage n/a" beside it, not a vacuous 1.00.
         return Recommendation("proceed", NOTHING_PLANNED)
