@@ -48,7 +48,8 @@ def key(setting: dict[str, float]) -> str:
 
 
 def run(settings: list[dict[str, float]], out: Path, data: Path) -> None:
-    done = {key(json.loads(line)["setting"]) for line in out.read_text().splitlines()} if out.exists() else set()
+    lines = out.read_text().splitlines() if out.exists() else []
+    done = {key(json.loads(line)["setting"]) for line in lines if line.strip()}
     todo = [s for s in [{}, *settings] if key(s) not in done]
     if not todo:
         return
@@ -76,6 +77,7 @@ def leave_one_out(out: Path) -> None:
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
     defaults = next(r for r in rows if r["setting"] == {})
     names = list(defaults["recall"])
+    rows = [r for r in rows if set(r["recall"]) == set(names)]  # a file resumed after a set was added
 
     def total(row: dict, among: list[str]) -> float:
         return round(sum(sum(row["recall"][n]) for n in among), 6)
