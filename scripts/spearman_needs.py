@@ -4,11 +4,12 @@ JSON report (issue #5's target).
     .venv/bin/python scripts/spearman_needs.py /tmp/evidex-eval/k8s-auto.json /tmp/evidex-eval/hotpotqa.json ...
 
 For a confidence that never ties, Spearman is about `ceiling x (2 x AUROC - 1)` (exactly so when quality takes
-two values: it is then the rank-biserial correlation), so the AUROC it needs is `(0.75 / ceiling + 1) / 2`; above
-1, no such confidence can get there. A confidence may tie, though: one that takes two values (say "complete" and
-"incomplete") scores the phi coefficient of its call against completeness, so the script also prints the fewest
-incomplete answers such a call must pick out, of those there are, when it flags exactly as many answers as are
-incomplete. Reads the reports' `full` pipeline unless told otherwise.
+two values, 2 x AUROC - 1 being then the rank-biserial correlation), so the AUROC it needs is
+`(0.75 / ceiling + 1) / 2`; above 1, no such confidence can get there. A confidence may tie, though: one that takes
+two values (say "complete" and "incomplete") scores about the phi coefficient of its call against completeness
+(all families found; for a BEIR set, every relevant document, a rougher guide since its quality is nDCG), so the
+script also prints the fewest incomplete answers such a call must pick out, of those there are, when it flags
+exactly as many answers as are incomplete. Reads the reports' `full` pipeline unless told otherwise.
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ def needs(report: dict, pipeline: str) -> dict[str, object]:
         "ceiling_x_(2auroc-1)": round(ceiling * (2 * auroc - 1), 3),
         "auroc_needed_untied": round((TARGET / ceiling + 1) / 2, 3),
     }
-    if complete is not None:  # questions files: completeness is all families found
+    if complete is not None:
         incomplete = round((1 - complete) * total)
         enough = next((m for m in range(incomplete + 1) if phi(m, incomplete, incomplete, total) >= TARGET), None)
         row["incomplete"] = incomplete
-        row["two_valued_must_pick"] = f"{enough} of {incomplete}, <= {incomplete - enough} false" if enough else "-"
+        row["two_valued_must_pick"] = (f"{enough} of {incomplete}, <= {incomplete - enough} false"
+                                      if enough is not None else "-")
         row["requery_when_incomplete"] = signals["requery_when_incomplete"]
     return row
 
