@@ -113,7 +113,7 @@ def test_a_number_after_a_connector_is_not_part_of_a_name() -> None:
 def test_a_version_or_decimal_does_not_start_a_name() -> None:
     """"our 1.28 API server" had planned the name "1.28 API", which reserved a page about neither."""
     assert entity_spans("What must be enabled on our 1.28 API server?") == ["API"]
-    assert entity_spans("Why would a pod requesting 3.5 CPUs never get exclusive cores?") == ["CPUs"]
+    assert entity_spans("Which 2.5 GHz Xeon did the benchmark use?") == ["Xeon"]
     assert entity_spans("Who won the 2008 Summer Olympics?") == ["2008 Summer Olympics"]
     assert entity_spans("Is Python 3.12 faster?") == ["Python 3.12"]
 
@@ -123,6 +123,16 @@ def test_a_quantity_is_not_a_name() -> None:
     assert entity_spans("Our service needs a 40 MB rules file. Can a ConfigMap hold it?") == ["ConfigMap"]
     assert entity_spans("Give the sidecar 512 MiB and 2 GB of scratch space in Kubernetes.") == ["Kubernetes"]
     assert entity_spans("Is the 100 Mile House station open?") == ["100 Mile House"]  # not a unit
+
+
+def test_counted_compute_is_a_quantity() -> None:
+    """"800m CPU", "2 CPUs" and "1 CPU" had taken three of a question's six aspect slots (each reserving the same
+    page) and pushed its last ask out of the plan."""
+    assert entity_spans("A LimitRange caps containers at 800m CPU; pods with 2 CPUs run, 1 CPU ones do not.") == [
+        "LimitRange"]
+    assert entity_spans("Why would a pod requesting 3.5 CPUs never get exclusive cores?") == []
+    assert entity_spans("We give it 4 GPUs and 16 cores on AWS.") == ["AWS"]
+    assert entity_spans("Is the CPU Manager on?") == ["CPU Manager"]  # no number: a name
 
 
 def test_the_pronoun_i_does_not_make_a_sentence_start_a_name() -> None:

@@ -80,8 +80,8 @@ def _sentence_spans(sentence: str) -> list[str]:
         # "3.5 CPUs" ("2008 Summer Olympics" and "888 7th Avenue" keep their numbers).
         if not current and _DECIMAL.match(clean):
             capital = False
-        # Nor does a quantity name anything: "a 40 MB rules file", "512 MiB".
-        if not current and _NUMBER.match(clean) and following in _UNITS:
+        # Nor does a quantity name anything: "a 40 MB rules file", "512 MiB", "2 CPUs", "800m CPU".
+        if not current and (_NUMBER.match(clean) or is_quantity(clean)) and following in _UNITS:
             capital, quantity_unit = False, i + 1
         if i == quantity_unit:
             capital = False
@@ -113,7 +113,9 @@ _UNITS = frozenset({"%", "ms", "s", "sec", "min", "h", "hr", "d", "m", "cm", "mm
                      "kg", "g", "mg", "µg", "ug", "ng", "l", "L", "ml", "mL", "dl", "dL", "mol", "mmol",
                      "µmol", "umol", "nmol", "Ki", "Mi", "Gi", "Ti", "Pi", "KiB", "MiB", "GiB", "TiB", "kB",
                      "KB", "MB", "GB", "TB", "Hz", "kHz", "MHz", "GHz", "V", "mV", "W", "kW", "mW", "°C", "°F",
-                     "IU", "U", "bpm", "mmHg", "rpm", "qps", "rps", "x"})
+                     "IU", "U", "bpm", "mmHg", "rpm", "qps", "rps", "x",
+                     # compute, counted: "2 CPUs", "800m CPU", "4 GPUs", "16 cores"
+                     "CPU", "CPUs", "vCPU", "vCPUs", "GPU", "GPUs", "core", "cores"})
 _QUANTITY = re.compile(r"^\d+(?:[.,]\d+)?([^\d/\s]+)(?:/([^\d/\s]+))?$")
 
 
