@@ -3,7 +3,7 @@ the evidence the first answer missed?
 
     .venv/bin/python scripts/eval_agent.py [--data ../shared/data] [--rounds 3]
 
-Also on our blind k8s questions (eval/k8s-blind and -2 to -18, over the shared k8s pages).
+Also on our blind k8s questions (every set of `BLIND_K8S_SETS`, over the shared k8s pages).
 
 For each question: the loop's first round alone versus the evidence of every round together (an agent keeps
 what each round adds), as family recall@10 per round-1 context and over the union; how many questions a

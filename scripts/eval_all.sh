@@ -18,11 +18,11 @@ $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --pipelines 
   --json "$OUT/k8s-auto.json" | tee "$OUT/k8s-auto.txt"
 $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --pipelines "$P" --plan oracle \
   --json "$OUT/k8s-oracle.json" | tee "$OUT/k8s-oracle.txt"
-# Our own questions over the same pages, written blind to evidex, eighteen sets in the order written (each folder's
-# README says how, and which became development data; evidex.evaluation.datasets.BLIND_K8S_SETS).
-for set in k8s-blind k8s-blind-2 k8s-blind-3 k8s-blind-4 k8s-blind-5 k8s-blind-6 k8s-blind-7 k8s-blind-8 k8s-blind-9 \
-    k8s-blind-10 k8s-blind-11 k8s-blind-12 k8s-blind-13 k8s-blind-14 k8s-blind-15 k8s-blind-16 \
-    k8s-blind-17 k8s-blind-18; do
+# Our own questions over the same pages, written blind to evidex, in the order written (each folder's README says
+# how, and which became development data): the sets evidex.evaluation.datasets.BLIND_K8S_SETS lists, the one place
+# a new set is added.
+BLIND=$(.venv/bin/python -c 'from evidex.evaluation.datasets import BLIND_K8S_SETS; print(*BLIND_K8S_SETS)')
+for set in $BLIND; do
   $E eval --corpus "$D/k8s/docs" --questions "eval/$set/questions.jsonl" --pipelines "$P" --plan auto \
     --json "$OUT/$set-auto.json" | tee "$OUT/$set-auto.txt"
   $E eval --corpus "$D/k8s/docs" --questions "eval/$set/questions.jsonl" --pipelines hybrid,full --plan oracle \

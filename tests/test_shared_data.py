@@ -75,7 +75,7 @@ def test_the_leak_check_sees_a_rejected_text_inside_a_result(k8s: Any) -> None:
 
 @pytest.mark.parametrize("folder", BLIND_K8S_SETS)
 def test_the_blind_questions_name_real_pages_and_disjoint_families(folder: str) -> None:
-    """eval/k8s-blind and -2 to -16: every family pattern matches a page of the corpus, and no page belongs to
+    """Every set of `BLIND_K8S_SETS`: every family pattern matches a page of the corpus, and no page belongs to
     two families of one question (a question that could be completed by one page would measure nothing)."""
     pages = [p.relative_to(K8S / "docs").as_posix() for p in (K8S / "docs").rglob("*.md")]
     questions = load_questions(Path(__file__).resolve().parents[1] / "eval" / folder / "questions.jsonl")
