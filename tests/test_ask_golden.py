@@ -50,7 +50,17 @@ def test_ask_matches_its_recorded_transcript(handbook: Engine, name: str) -> Non
     path = GOLDEN / f"{name}.json"
     if os.environ.get("EVIDEX_UPDATE_GOLDEN") == "1" or not path.exists():
         path.write_text(json.dumps(transcript, indent=2, sort_keys=True) + "\n")
-    assert transcript == json.loads(path.read_text())
+    recorded = json.loads(path.read_text())
+    # Every action, reason, aspect and evidence id exactly; the confidence (rounded to one decimal in the
+    # transcript) within one step of it: float results differ in their last bits across CPUs
+    # (an Intel Xeon with AVX-512 VNNI read 0.8501 where the AMD EPYC that recorded ask_canary read under 0.85).
+    assert without_confidence(transcript) == without_confidence(recorded)
+    for ours, theirs in zip(transcript["rounds"], recorded["rounds"], strict=True):
+        assert ours["confidence"] == pytest.approx(theirs["confidence"], abs=0.1 + 1e-9)
+
+
+def without_confidence(transcript: dict[str, Any]) -> dict[str, Any]:
+    return {**transcript, "rounds": [{k: v for k, v in r.items() if k != "confidence"} for r in transcript["rounds"]]}
 
 
 @pytest.mark.slow
