@@ -113,7 +113,7 @@ class DevSet:
 BLIND_K8S_SETS = ("k8s-blind", "k8s-blind-2", "k8s-blind-3", "k8s-blind-4", "k8s-blind-5", "k8s-blind-6",
                   "k8s-blind-7", "k8s-blind-8", "k8s-blind-9", "k8s-blind-10", "k8s-blind-11",
                   "k8s-blind-12", "k8s-blind-13", "k8s-blind-14", "k8s-blind-15", "k8s-blind-16",
-                  "k8s-blind-17", "k8s-blind-18")
+                  "k8s-blind-17", "k8s-blind-18", "k8s-blind-19")
 """Our k8s question sets written blind to evidex, in the order written: folders of the repository's `eval/`,
 over the pages of shared/data/k8s (each folder's README says how and when)."""
 
