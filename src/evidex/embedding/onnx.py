@@ -19,7 +19,9 @@ The integer products are exact on every CPU. On x86 without VNNI (AVX2, most AVX
 u8×s8 kernels add pairs of products in saturating 16-bit arithmetic, and 255 × 127 × 2 overflows it, so
 the same model had made other vectors there (cosine to the reference 0.9855 at worst, against 0.9915
 exact) and other rankings. The session option `session.x64quantprecision` moves the weights to uint8
-(the same products) for kernels that sum in 32 bits.
+(the same products) for kernels that sum in 32 bits. Exact products do not make every result the same across
+CPUs: an Intel Xeon with AVX-512 VNNI and an AMD EPYC without it rank a few near-ties differently (the float
+operations around the products, or numpy's after them; not pinned down), docs/evaluation.md, "Across CPUs".
 """
 
 from __future__ import annotations
