@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evidex.evaluation.metrics import auroc, spearman, spearman_ceiling
+from evidex.evaluation.datasets import FamilySpec, Question
+from evidex.evaluation.metrics import auroc, missed_families, spearman, spearman_ceiling
+from evidex.testing.store_contract import make_chunk
 
 QUALITIES = st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]), min_size=3, max_size=60)
 
@@ -76,3 +78,15 @@ def test_an_oracle_family_without_a_rescue_query_is_searched_by_its_name() -> No
         FamilySpec("cluster-dns", source_regex="^dns", rescue_query="CoreDNS kube-dns port 53")))
     assert [f.rescue_query for f in oracle_plan(question).families] == [
         "network policy provider", "Ed Wood", "CoreDNS kube-dns port 53"]
+
+
+def test_a_missed_family_reports_where_its_best_member_ranked() -> None:
+    ranking = [make_chunk(doc, i, "text", source=f"{doc}.md") for doc, i in
+               [("a", 0), ("a", 1), ("b", 0), ("c", 0), ("d", 0)]]
+    question = Question("q1", "a question", (FamilySpec("found", source_regex=r"^a\.md$"),
+                                             FamilySpec("ranked-low", source_regex=r"^(d|c)\.md$"),
+                                             FamilySpec("never", doc_ids=("z",))))
+    missed = missed_families(question, ranking[:3], ranking)
+    # Document ranks count pages, not chunks: "c" is the third page though the fourth chunk.
+    assert missed == [{"family": "ranked-low", "page_rank": 3}, {"family": "never", "page_rank": None}]
+    assert missed_families(question, ranking, ranking) == [{"family": "never", "page_rank": None}]

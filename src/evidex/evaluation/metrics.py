@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from evidex.evaluation.datasets import Question
 from evidex.types import Chunk
@@ -14,6 +15,20 @@ def family_recall(question: Question, chunks: Sequence[Chunk]) -> float:
         return 1.0
     covered = sum(1 for f in question.families if any(f.matches(c) for c in chunks))
     return covered / len(question.families)
+
+
+def missed_families(question: Question, context: Sequence[Chunk], ranking: Sequence[Chunk]) -> list[dict[str, Any]]:
+    """The families `context` holds no member of, each with the document rank of its best member in `ranking`
+    (1-based over distinct documents; None when the ranking holds none): a miss ranked 12th lost its slot,
+    one with no rank was never retrieved."""
+    pages = doc_ranking(ranking)
+    missed = []
+    for f in question.families:
+        if any(f.matches(c) for c in context):
+            continue
+        rank = next((i for i, c in enumerate(pages, start=1) if f.matches(c)), None)
+        missed.append({"family": f.name, "page_rank": rank})
+    return missed
 
 
 def doc_ranking(chunks: Sequence[Chunk]) -> list[Chunk]:

@@ -248,4 +248,9 @@ def summarize(rows: Sequence[tuple[Question, Ranked, float]], k: int) -> dict[st
     extra_keys = sorted({key for _, r, _ in rows for key in r.info if isinstance(r.info[key], (int, float))})
     for key in extra_keys:
         out[key] = _mean([float(r.info[key]) for _, r, _ in rows if key in r.info])
+    # Per question, what an analyst reads first: which families the answer missed, and whether each was ranked
+    # just out of the k slots or never retrieved at all.
+    out["per_question"] = [{"id": q.id, "family_recall": round(recall, 4),
+                            "missed": metrics.missed_families(q, r.top_k(k), r.chunks)}
+                           for (q, r, _), recall in zip(rows, recalls, strict=True)]
     return out

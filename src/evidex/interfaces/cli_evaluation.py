@@ -16,7 +16,7 @@ from evidex.admission.gate import Principal
 from evidex.config import load_config
 from evidex.engine import ready_to_serve
 from evidex.interfaces.cli_runtime import AtOpt, ConfigOpt, err, out, parse_retrieved_at, progress_bar, run
-from evidex.interfaces.render import render_eval
+from evidex.interfaces.render import render_eval, render_misses
 
 
 def report_file(path: Path | None) -> Path | None:
@@ -54,6 +54,8 @@ def eval_cmd(
                                 help="evaluate through the gate as a principal with these labels")] = None,
     retrieved_at: AtOpt = None,
     backend: Annotated[str | None, typer.Option("--backend", help="sqlite (default) | milvus")] = None,
+    misses: Annotated[str | None, typer.Option("--misses", help="list the families this pipeline missed, "
+                                               "question by question, with where each ranked")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Evaluate pipelines side by side: family recall, all-found, nDCG@10, recall@100, MRR, latency."""
@@ -75,6 +77,9 @@ def eval_cmd(
     if limit:
         qs = qs[:limit]
     names = [p.strip() for p in pipelines.split(",") if p.strip()]
+    if misses is not None and misses not in names:
+        raise typer.BadParameter(f"{misses!r} is not among the pipelines run ({', '.join(names)})",
+                                 param_hint="'--misses'")
     with progress_bar(sys.stderr.isatty()) as bar:
         engine = run(lambda: open_eval_engine(cfg, corpus, metadata, progress=bar,
                                               log=lambda m: err.print(m, highlight=False)))
@@ -87,6 +92,8 @@ def eval_cmd(
         finally:
             engine.close()
     render_eval(out, report)
+    if misses is not None:
+        render_misses(out, report, misses)
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         out.print(f"wrote {json_path}")

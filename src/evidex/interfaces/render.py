@@ -116,6 +116,20 @@ def _figures(headers: list[str], rows: list[list[str]], **options: Any) -> Table
     return table
 
 
+def render_misses(console: Console, report: dict[str, Any], pipeline: str) -> None:
+    """The families one pipeline's answers missed, question by question, each with the document rank of its best
+    member in the pipeline's deeper ranking ("not retrieved" when it holds none)."""
+    rows = report["pipelines"][pipeline]["per_question"]
+    missed = [(row["id"], m) for row in rows for m in row["missed"]]
+    never = sum(1 for _, m in missed if m["page_rank"] is None)
+    console.print(f"{pipeline} missed {len(missed)} families in {sum(1 for r in rows if r['missed'])} of "
+                  f"{len(rows)} answers: {never} not retrieved at all, {len(missed) - never} ranked below the "
+                  f"context", highlight=False)
+    for qid, m in missed:
+        where = "not retrieved" if m["page_rank"] is None else f"document rank {m['page_rank']}"
+        console.print(f"  {qid}  {m['family']}: {where}", highlight=False, markup=False)
+
+
 def render_eval(console: Console, report: dict[str, Any]) -> None:
     """`evidex eval`'s report: quality and latency per pipeline; the gate audit and the agent-signal
     validation where the run has them."""
