@@ -394,7 +394,6 @@ def test_an_eval_report_path_is_checked_before_the_run(invoke: Invoke, tmp_path:
     assert (tmp_path / "runs" / "today").is_dir()
 
 
-
 def test_eval_lists_the_families_a_pipeline_missed_and_where_they_ranked(invoke: Invoke, corpus: Path,
                                                                          tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
@@ -408,12 +407,12 @@ def test_eval_lists_the_families_a_pipeline_missed_and_where_they_ranked(invoke:
                        "--k", "1", "--misses", "bm25", "--json", str(report), index=False))
     missed = json.loads(report.read_text())["pipelines"]["bm25"]["per_question"][0]["missed"]
     # One slot: one of the two retrievable families is ranked out of it, and the third is in no document at all.
-    assert len(missed) == 2 and missed[-1] == {"family": "retention", "page_rank": None}
-    assert missed[0]["family"] in {"backups", "quotas"} and missed[0]["page_rank"] in {2, 3}
+    assert len(missed) == 2 and missed[-1] == {"family": "retention", "document_rank": None}
+    assert missed[0]["family"] in {"backups", "quotas"} and missed[0]["document_rank"] in {2, 3}
     assert "bm25 missed 2 families in 1 of 1 answers: 1 not retrieved at all, 1 ranked below the context" in \
         re.sub(r"\s+", " ", result.stdout)
     assert "q1  retention: not retrieved" in result.stdout
-    assert f"q1  {missed[0]['family']}: document rank {missed[0]['page_rank']}" in result.stdout
+    assert f"q1  {missed[0]['family']}: document rank {missed[0]['document_rank']}" in result.stdout
     refused = invoke("eval", "--corpus", str(corpus), "--questions", str(questions), "--pipelines", "bm25",
                      "--misses", "full", index=False)
     assert refused.exit_code == 2 and "not among the pipelines run" in refused.output

@@ -88,5 +88,5 @@ def test_a_missed_family_reports_where_its_best_member_ranked() -> None:
                                              FamilySpec("never", doc_ids=("z",))))
     missed = missed_families(question, ranking[:3], ranking)
     # Document ranks count pages, not chunks: "c" is the third page though the fourth chunk.
-    assert missed == [{"family": "ranked-low", "page_rank": 3}, {"family": "never", "page_rank": None}]
-    assert missed_families(question, ranking, ranking) == [{"family": "never", "page_rank": None}]
+    assert missed == [{"family": "ranked-low", "document_rank": 3}, {"family": "never", "document_rank": None}]
+    assert missed_families(question, ranking, ranking) == [{"family": "never", "document_rank": None}]

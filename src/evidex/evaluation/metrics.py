@@ -27,7 +27,7 @@ def missed_families(question: Question, context: Sequence[Chunk], ranking: Seque
         if any(f.matches(c) for c in context):
             continue
         rank = next((i for i, c in enumerate(pages, start=1) if f.matches(c)), None)
-        missed.append({"family": f.name, "page_rank": rank})
+        missed.append({"family": f.name, "document_rank": rank})
     return missed
 
 

@@ -121,12 +121,12 @@ def render_misses(console: Console, report: dict[str, Any], pipeline: str) -> No
     member in the pipeline's deeper ranking ("not retrieved" when it holds none)."""
     rows = report["pipelines"][pipeline]["per_question"]
     missed = [(row["id"], m) for row in rows for m in row["missed"]]
-    never = sum(1 for _, m in missed if m["page_rank"] is None)
+    never = sum(1 for _, m in missed if m["document_rank"] is None)
     console.print(f"{pipeline} missed {len(missed)} families in {sum(1 for r in rows if r['missed'])} of "
                   f"{len(rows)} answers: {never} not retrieved at all, {len(missed) - never} ranked below the "
                   f"context", highlight=False)
     for qid, m in missed:
-        where = "not retrieved" if m["page_rank"] is None else f"document rank {m['page_rank']}"
+        where = "not retrieved" if m["document_rank"] is None else f"document rank {m['document_rank']}"
         console.print(f"  {qid}  {m['family']}: {where}", highlight=False, markup=False)
 
 
