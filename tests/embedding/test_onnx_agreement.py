@@ -344,9 +344,11 @@ def test_export_refuses_to_replace_a_foreign_directory(tmp_path: Path) -> None:
 def test_without_torch_an_older_export_is_kept_and_named_by_its_bytes(
     tmp_path: Path, onnx_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Format 2 rebuilds a format-1 export, which needs torch: without it the upgrade had left no embedder."""
+    """Format 2 rebuilds a format-1 export, which needs torch: without it the upgrade had left no embedder.
+    (The default model is also built from its packaged graph, which needs safetensors: both are missing here.)"""
     target = format_1_export(onnx_dir, tmp_path)
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
+    monkeypatch.setitem(sys.modules, "safetensors.numpy", None)
     embedder = load_embedder("onnx", None, tmp_path)
     assert embedder.fingerprint == OnnxEmbedder(onnx_dir).fingerprint  # the same bytes, the same name
     assert read_manifest(target)["adopted_from_format"] == 1

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evidex.embedding.onnx_graph import build_from_packaged_graph, has_packaged_graph
 from evidex.errors import BackendUnavailable, EmbeddingError
 
 EXPORT_FORMAT = "evidex-onnx-int8"
@@ -176,7 +177,8 @@ def export_onnx_int8(model_dir: Path, out_dir: Path) -> Path:
         if out_dir.exists():
             _check_replaceable(out_dir)
         with atomic_directory(out_dir) as tmp:
-            _build(model_dir, source_sha, tmp)
+            # The default model is built from its packaged graph: the same bytes as _build's, without torch.
+            (build_from_packaged_graph if has_packaged_graph(source_sha) else _build)(model_dir, source_sha, tmp)
     return out_dir
 
 
