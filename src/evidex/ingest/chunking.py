@@ -10,6 +10,7 @@ shows it: the marker is markup, not evidence.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from evidex.ingest.markdown import CleanText, Heading, find_headings
@@ -52,11 +53,12 @@ def chunk_text(clean: CleanText, *, max_chars: int, overlap_chars: int, min_char
 
 
 def _cut(text: str, a: int, b: int, spans: list[tuple[int, int]]) -> str:
-    """text[a:b] without the given spans (sorted, disjoint)."""
+    """text[a:b] without the given spans (sorted, disjoint: their ends are in order too)."""
     out, pos = [], a
-    for s, e in spans:
-        if e <= pos or s >= b:
-            continue
+    for i in range(bisect.bisect_right(spans, a, key=lambda span: span[1]), len(spans)):
+        s, e = spans[i]
+        if s >= b:
+            break
         out.append(text[pos:max(s, pos)])
         pos = min(e, b)
     out.append(text[pos:b])

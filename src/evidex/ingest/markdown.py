@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from evidex.errors import IngestError
+from evidex.ingest.delimited import closed_spans, code_spans, tooltip_spans, unlink
 
 _FRONT_MATTER = {
     "---": re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S),
@@ -26,9 +27,11 @@ _FRONT_MATTER = {
 }
 # {{< glossary_tooltip text="container image" term_id="image" >}} -> "container image"
 _TOOLTIP = re.compile(r"\{\{[<%]\s*glossary_tooltip\b([^}]*?)[>%]\}\}")
-_ATTR = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
-_SHORTCODE = re.compile(r"\{\{[<%].*?[>%]\}\}", re.S)
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_TOOLTIP_OPEN = re.compile(r"\{\{[<%]\s*glossary_tooltip\b")
+_ATTR = re.compile(r'(?<!\w)(\w+)\s*=\s*"([^"]*)"')  # from a word's start: a word with no "=" is tried once
+# Shortcodes `{{< ... >}}` and comments `<!-- ... -->`, found by `closed_spans` (linear, unlike `.*?`).
+_SHORTCODE_OPEN, _SHORTCODE_CLOSE = re.compile(r"\{\{[<%]"), re.compile(r"[>%]\}\}")
+_COMMENT_OPEN, _COMMENT_CLOSE = re.compile("<!--"), re.compile("-->")
 # Inline HTML elements whose tags are markup, not text: `<td style="white-space: nowrap">Privileged</td>` reads
 # "Privileged". Only these names, so a placeholder in prose (`<pod-name>`) stays; links (`<a href>`) stay, since
 # they say which page is meant; nothing inside code (a fence or a backtick span) is touched.
@@ -39,17 +42,18 @@ _HTML_TAG = re.compile(rf"</?(?:(?P<inline>{_INLINE_TAGS})|{_BLOCK_TAGS})(?:\s[^
 # A character reference reads as its character ("&#x2713;" as "✓", "&mdash;" as "—"), outside code, where
 # Markdown keeps it literal; a name HTML does not know stays as written.
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
-_CODE_SPAN = re.compile(r"(`+)[^`\n][^\n]*?\1")
 _LINE = re.compile(r"[^\n]*\n?")
 _PARAGRAPH_END = re.compile(r"</(?:blockquote|details|div|dl|figure|ol|p|section|table|tr|ul)\s*>", re.I)
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
+# An ATX heading: `## Title ##`. Its title is the rest of the line less a closing run of `#` and blanks
+# (`_atx_title`): a lazy `(.+?)[ \t]*#*[ \t]*$` would retry the tail from every character of the line.
+_HEADING = re.compile(r"^(#{1,6})([ \t]+)([^\n]*)", re.M)
 # A setext heading: one line of text after a blank line (or at the start), underlined with = (level 1) or -
 # (level 2). Not a list item, quote, table row, code fence or HTML line; "---" after a blank line is a rule.
 # Both lines start at the margin: an indented pair is most often in a list's code block, whose fence this
 # module does not see.
-_SETEXT = re.compile(r"(?:\A|(?<=\n\n))(?P<title>(?![\s\-*+>|<#`~]|\d+[.)]\s)[^\n]*\S[^\n]*)\n"
+_SETEXT = re.compile(r"(?:\A|(?<=\n\n))(?P<title>(?![\s\-*+>|<#`~]|\d+[.)]\s)[^\n]+)\n"
                      r"(?P<line>=+|-+)[ \t]*$", re.M)
-_CUSTOM_ID = re.compile(r"[ \t]*\{#([\w:.-]+)\}[ \t]*$")  # HTML5 ids may be any letters ("Überblick")
+_CUSTOM_ID = re.compile(r"(?<![ \t])[ \t]*\{#([\w:.-]+)\}[ \t]*$")  # HTML5 ids may be any letters ("Überblick")
 _FENCE = re.compile(r"^(```|~~~)", re.M)
 
 
@@ -102,9 +106,10 @@ def clean(source: str, start: int = 0) -> CleanText:
     src_starts: list[int] = []
     out_len = 0
     edits = sorted(
-        [(m.start(), m.end(), _tooltip_text(m)) for m in _TOOLTIP.finditer(source, start)]
-        + [(m.start(), m.end(), "") for m in _SHORTCODE.finditer(source, start) if not _TOOLTIP.match(m.group())]
-        + [(m.start(), m.end(), "") for m in _HTML_COMMENT.finditer(source, start)]
+        [(a, b, _tooltip_text(attrs)) for a, b, attrs in tooltip_spans(source, _TOOLTIP_OPEN, start)]
+        + [(a, b, "") for a, b in closed_spans(source, _SHORTCODE_OPEN, _SHORTCODE_CLOSE, start)
+           if not _TOOLTIP.match(source, a, b)]
+        + [(a, b, "") for a, b in closed_spans(source, _COMMENT_OPEN, _COMMENT_CLOSE, start)]
         + _html_tags(source, start, code)
         + _entities(source, start, code)
     )
@@ -133,7 +138,7 @@ class _CodeRanges:
     """Where code is (fenced blocks and backtick spans), to leave it as written."""
 
     def __init__(self, source: str, start: int) -> None:
-        spans = sorted(_fenced_ranges(source) + [m.span() for m in _CODE_SPAN.finditer(source, start)])
+        spans = sorted(_fenced_ranges(source) + code_spans(source, start))
         self._starts = [a for a, _ in spans]
         self._ends = list(itertools.accumulate((b for _, b in spans), max))  # spans may nest (a span in a fence)
 
@@ -186,8 +191,8 @@ def _html_tags(source: str, start: int, code: _CodeRanges) -> list[tuple[int, in
     return edits
 
 
-def _tooltip_text(match: re.Match[str]) -> str:
-    attrs: dict[str, str] = dict(_ATTR.findall(match.group(1)))
+def _tooltip_text(attributes: str) -> str:
+    attrs: dict[str, str] = dict(_ATTR.findall(attributes))
     return attrs.get("text") or attrs.get("term_id", "")
 
 
@@ -203,23 +208,29 @@ class Heading:
 def find_headings(text: str) -> list[Heading]:
     """ATX and setext headings outside fenced code, with the anchors a rendered site gives them."""
     fenced = _fenced_ranges(text)
+    fence_starts = [a for a, _ in fenced]
     used: set[str] = set()
+    last_suffix: dict[str, int] = {}  # the suffix a repeated id last took: every smaller one is taken
     headings = []
     # (line start, level, raw title, where the raw title starts)
-    found = [(m.start(), len(m.group(1)), m.group(2), m.start(2)) for m in _HEADING.finditer(text)]
+    found = [(m.start(), len(m.group(1)), *atx) for m in _HEADING.finditer(text) if (atx := _atx_title(m))]
     found += [(m.start(), 1 if m.group("line")[0] == "=" else 2, m.group("title").rstrip(), m.start("title"))
               for m in _SETEXT.finditer(text)]
     for start, level, raw, raw_start in sorted(found):
-        if any(a <= start < b for a, b in fenced):
+        i = bisect.bisect_right(fence_starts, start) - 1
+        if i >= 0 and start < fenced[i][1]:  # fenced ranges are disjoint and in order
             continue
         custom = _CUSTOM_ID.search(raw)
         title = _CUSTOM_ID.sub("", raw).strip()
         anchor = custom.group(1) if custom else slugify(title)
         if not custom:  # a repeated id gets -1, -2 ... (the first unused), as GitHub and Hugo do
-            base, n = anchor, 0
+            base, n = anchor, last_suffix.get(anchor, 0)
+            if n:
+                anchor = f"{base}-{n}"
             while anchor in used:
                 n += 1
                 anchor = f"{base}-{n}"
+            last_suffix[base] = n
         used.add(anchor)
         marker = None
         if custom:  # with the blanks after it: the line ends there (a closing "##" keeps the marker in the text)
@@ -231,16 +242,25 @@ def find_headings(text: str) -> list[Heading]:
     return headings
 
 
+def _atx_title(m: re.Match[str]) -> tuple[str, int] | None:
+    """(raw title, where it starts) of an ATX heading line: what follows the blanks after the `#`s, less a
+    closing run of blanks, `#`s and blanks, but at least one character (`# #` is titled "#"). A line of `#`s
+    and blanks alone is titled by its last blank, if two or more follow the `#`s."""
+    rest, rest_start = m.group(3), m.start(3)
+    if not rest:
+        blanks = m.group(2)
+        return (blanks[-1], rest_start - 1) if len(blanks) > 1 else None
+    kept = len(rest.rstrip(" \t").rstrip("#").rstrip(" \t"))
+    return rest[:max(kept, 1)], rest_start
+
+
 def _fenced_ranges(text: str) -> list[tuple[int, int]]:
     marks = [m.start() for m in _FENCE.finditer(text)]
     return [(marks[i], marks[i + 1]) for i in range(0, len(marks) - 1, 2)]
 
 
-_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-
-
 def _plain(title: str) -> str:
-    return _LINK.sub(r"\1", title).replace("`", "").replace("*", "").strip()
+    return unlink(title).replace("`", "").replace("*", "").strip()
 
 
 def slugify(title: str) -> str:
