@@ -14,7 +14,7 @@ import pytest
 from evidex.config import Config, FamilyRule, load_config
 from evidex.engine import Engine
 from evidex.errors import ConfigError, IngestError
-from evidex.types import RetrievalMode
+from evidex.types import FusionMode, RetrievalMode
 
 EngineFactory = Callable[..., Engine]
 CorpusWriter = Callable[..., Path]
@@ -366,7 +366,7 @@ def test_environment_overrides_win_over_the_file(tmp_path: Path) -> None:
                                   "[index]\npath = 'idx'\n[[families]]\npattern = '^deploy/'\nname = 'deploy'\n")
     config = load_config(path, env={"EVIDEX_RETRIEVAL_FUSION": "RRF", "EVIDEX_CHUNKING_MAX_CHARS": "500",
                                     "EVIDEX_TEST_CACHE": "/elsewhere", "HOME": "/x"})
-    assert config.retrieval.fusion == "RRF" and config.fusion_mode.value == "rrf"
+    assert config.retrieval.fusion is FusionMode.RRF and config.fusion_mode.value == "rrf"  # read as its mode
     assert config.chunking.max_chars == 500
     assert config.index_dir == tmp_path / "idx"  # relative to the config file
     assert config.families == (FamilyRule("^deploy/", "deploy"),)

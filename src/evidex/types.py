@@ -8,13 +8,21 @@ from datetime import datetime
 from typing import Any, Self
 
 
-class _Choice(enum.Enum):
-    """A mode named by a string in configuration or on the command line."""
+class _Choice(enum.StrEnum):
+    """A mode named by a string in configuration or on the command line.
+
+    Members are strings: one compares, hashes and serialises as its value, so a configuration holding a member
+    is written (and hashed) exactly as the name it was read from. `from_str` ignores case and surrounding space,
+    and an unknown name is an error that lists the valid choices:
+
+        >>> FusionMode.from_str(" RRF ") is FusionMode.RRF
+        True
+    """
 
     @classmethod
     def from_str(cls, value: str) -> Self:
         try:
-            return cls(value.lower())
+            return cls(value.strip().lower())
         except ValueError:
             choices = ", ".join(m.value for m in cls)
             raise ValueError(f"unknown {cls._label()} {value!r}; choose one of: {choices}") from None
@@ -25,6 +33,8 @@ class _Choice(enum.Enum):
 
 
 class FusionMode(_Choice):
+    """How the dense and the sparse ranking are merged: reciprocal ranks, or a weighted sum of normalised scores."""
+
     RRF = "rrf"
     WEIGHTED = "weighted"
 
@@ -43,6 +53,65 @@ class RetrievalMode(_Choice):
         return "retrieval mode"
 
 
+class IndexBackend(_Choice):
+    """Where an index lives: one SQLite file (the default), or a Milvus server or Milvus Lite file."""
+
+    SQLITE = "sqlite"
+    MILVUS = "milvus"
+
+    @classmethod
+    def _label(cls) -> str:
+        return "index backend"
+
+
+class EmbeddingBackend(_Choice):
+    """What computes the vectors: the int8 ONNX export on onnxruntime (the default, no torch), or the
+    sentence-transformers model on torch (the reference; needed for a GPU)."""
+
+    ONNX = "onnx"
+    TORCH = "torch"
+
+    @classmethod
+    def _label(cls) -> str:
+        return "embedding backend"
+
+
+class GateRule(_Choice):
+    """One admission rule of the gate, by its configuration name."""
+
+    ACCESS = "access"  # one of the record's access labels is granted to the principal
+    FRESHNESS = "freshness"  # published at or before, and not expired at, the pinned retrieved_at
+    CITATION = "citation"  # a citation URI and an exact anchor
+
+    @classmethod
+    def _label(cls) -> str:
+        return "admission rule"
+
+
+class RejectionVisibility(_Choice):
+    """What the requester may see about rejected candidates (operators see everything in the audit log)."""
+
+    REASONS_EXCEPT_ACCESS = "reasons-except-access"  # ids + reasons, but access denials only as a count
+    COUNTS_ONLY = "counts-only"  # counts per reason, no ids
+    ALL_REASONS = "all-reasons"  # ids + reasons for everything: trusted operators only
+
+    @classmethod
+    def _label(cls) -> str:
+        return "rejection visibility"
+
+
+class EvalPlan(_Choice):
+    """Where an evaluation takes a question's evidence plan from: automatic planning, as a user's question
+    gets it, or the families its questions file declares (the oracle: what a perfect planner would give)."""
+
+    AUTO = "auto"
+    ORACLE = "oracle"
+
+    @classmethod
+    def _label(cls) -> str:
+        return "plan"
+
+
 @dataclass(frozen=True)
 class Provenance:
     """Where a document comes from and when and to whom it is valid. Every chunk inherits it."""
@@ -59,6 +128,17 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class Section:
+    """A part of a document's text whose place in the source its loader read from the source's own structure
+    (an HTML page's section, a PDF page): it runs from `start` in `Document.text` to the next section's start,
+    and cites `anchor` (an id the page has, "page=3")."""
+
+    start: int
+    anchor: str
+    heading: str = ""
+
+
+@dataclass(frozen=True)
 class Document:
     """One loaded source document, before chunking."""
 
@@ -67,10 +147,14 @@ class Document:
     title: str
     text: str
     provenance: Provenance = field(default_factory=Provenance)
-    fmt: str = "text"  # markdown | text (html is converted to markdown when loaded)
+    fmt: str = "text"  # markdown | text | html | pdf
     body_start: int = 0  # where the body starts in `text` (after front matter)
     origin: str = ""  # where it was loaded from: a file, or FILE:LINE of a JSONL corpus
     warnings: tuple[str, ...] = ()  # what its loader doubts (a key that looks like a misspelled provenance field)
+    # HTML and PDF: the sections the loader read (chunked as they are, not by markdown headings), and every
+    # anchor the source has (ids, "page=N"), which each section's anchor must be one of to be cited
+    sections: tuple[Section, ...] = ()
+    anchors: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

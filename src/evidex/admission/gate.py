@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import ClassVar, Protocol
 
 from evidex.errors import ConfigError
-from evidex.types import Candidate, Chunk, SearchFilters
+from evidex.types import Candidate, Chunk, RejectionVisibility, SearchFilters
 
 log = logging.getLogger("evidex.admission")
 
@@ -51,22 +51,6 @@ class RejectReason(enum.Enum):
 
 
 _REASON_ORDER: tuple[RejectReason, ...] = tuple(RejectReason)
-
-
-class RejectionVisibility(enum.Enum):
-    """What the requester may see about rejected candidates (operators see everything in the audit log)."""
-
-    REASONS_EXCEPT_ACCESS = "reasons-except-access"  # ids + reasons, but access denials only as a count
-    COUNTS_ONLY = "counts-only"  # counts per reason, no ids
-    ALL_REASONS = "all-reasons"  # ids + reasons for everything: trusted operators only
-
-    @classmethod
-    def from_str(cls, value: str) -> RejectionVisibility:
-        try:
-            return cls(value.strip().lower())
-        except ValueError:
-            choices = ", ".join(m.value for m in cls)
-            raise ConfigError(f"unknown rejection visibility {value!r}; choose one of: {choices}") from None
 
 
 @dataclass(frozen=True)
@@ -227,7 +211,11 @@ class GatePolicy:
         if isinstance(rules, str):
             raise ConfigError("admission rules must be a sequence of names, not one string; "
                               "use GatePolicy.from_config for 'access,freshness,citation'")
-        return cls(rules=tuple(rules), visibility=RejectionVisibility.from_str(visibility))
+        try:
+            chosen = RejectionVisibility.from_str(visibility)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return cls(rules=tuple(rules), visibility=chosen)
 
     @classmethod
     def from_config(cls, rules: str, visibility: str) -> GatePolicy:
