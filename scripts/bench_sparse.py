@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evidex.config import load_config
-from evidex.evaluation import bench
+from evidex.evaluation.bench_synthetic import synthetic_part
 from evidex.evaluation.synthetic import FILTER
-from evidex.retrieval.lexical import fts_query
 from evidex.stores.sqlite import SqliteStore
+from evidex.stores.sqlite_bm25 import fts_query
 from evidex.types import SearchFilters
 
 POOL = 60  # the pipeline's candidate pool
@@ -49,8 +49,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-scoped-"))
-    report, store, queries = bench._synthetic_part(load_config(), n_chunks=args.chunks, queries=args.queries,
-                                                   work=work, seed=1, log=lambda _: None, batch_chunks=5000)
+    report, store, queries = synthetic_part(load_config(), n_chunks=args.chunks, queries=args.queries,
+                                            work=work, seed=1, log=lambda _: None, batch_chunks=5000)
     assert isinstance(store, SqliteStore)
     reader = SearchFilters(access_labels=FILTER["access_labels"])
     print(f"{args.chunks} chunks, {report['filter']['passing_share']:.0%} readable (with validity), "

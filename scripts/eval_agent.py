@@ -3,7 +3,7 @@ the evidence the first answer missed?
 
     .venv/bin/python scripts/eval_agent.py [--data ../shared/data] [--rounds 3]
 
-Also on our blind k8s questions (every set of `BLIND_K8S_SETS`, over the shared k8s pages).
+Also on our blind k8s questions (every set `eval/blind_sets.txt` lists, over the k8s pages of the data).
 
 For each question: the loop's first round alone versus the evidence of every round together (an agent keeps
 what each round adds), as family recall@10 per round-1 context and over the union; how many questions a
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,9 +25,11 @@ from evidex.agent import Tool, ask
 from evidex.config import load_config
 from evidex.engine import Engine
 from evidex.evaluation import metrics
-from evidex.evaluation.datasets import blind_k8s_sets, dev_sets
 from evidex.evaluation.runner import open_eval_engine
 from evidex.pipeline import SearchRequest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # eval/dev_sets.py: where the sets are
+from dev_sets import blind_k8s_sets, dev_sets
 
 
 def ungated_tool(engine: Engine) -> Tool:
@@ -44,7 +47,7 @@ def main() -> None:
                     help="query vectors the engine keeps (default: the configured embedding.query_cache)")
     args = ap.parse_args()
     config = load_config()
-    blind = blind_k8s_sets(args.data, Path(__file__).resolve().parents[1])
+    blind = blind_k8s_sets(args.data)
     for dev in [*dev_sets(args.data), *blind]:
         if dev.qrels_file is not None:
             continue  # a BEIR set has no evidence families to complete

@@ -19,9 +19,8 @@ $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --pipelines 
 $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --pipelines "$P" --plan oracle \
   --json "$OUT/k8s-oracle.json" | tee "$OUT/k8s-oracle.txt"
 # Our own questions over the same pages, written blind to evidex, in the order written (each folder's README says
-# how, and which became development data): the sets evidex.evaluation.datasets.BLIND_K8S_SETS lists, the one place
-# a new set is added.
-BLIND=$(.venv/bin/python -c 'from evidex.evaluation.datasets import BLIND_K8S_SETS; print(*BLIND_K8S_SETS)')
+# how, and which became development data): the sets eval/blind_sets.txt lists, the one place a new set is added.
+BLIND=$(.venv/bin/python eval/dev_sets.py)
 for set in $BLIND; do
   $E eval --corpus "$D/k8s/docs" --questions "eval/$set/questions.jsonl" --pipelines "$P" --plan auto \
     --json "$OUT/$set-auto.json" | tee "$OUT/$set-auto.txt"

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 from collections import Counter
 from pathlib import Path
 
 from evidex.config import load_config
-from evidex.evaluation.datasets import dev_sets
 from evidex.evaluation.runner import open_eval_engine
 from evidex.pipeline import SearchRequest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # eval/dev_sets.py: where the sets are
+from dev_sets import dev_sets
 
 
 def main() -> None:

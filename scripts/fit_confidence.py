@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -31,12 +32,14 @@ import numpy as np
 
 from evidex.admission.gate import Principal
 from evidex.config import load_config
-from evidex.evaluation.datasets import dev_sets
 from evidex.evaluation.metrics import spearman, spearman_ceiling
 from evidex.evaluation.runner import open_eval_engine
 from evidex.evaluation.signal_check import quality
 from evidex.pipeline import SearchRequest
 from evidex.signals.compute import features
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # eval/dev_sets.py: where the sets are
+from dev_sets import dev_sets
 
 FEATURES = ["hops_unfollowed", "coverage", "min_family_match", "n_families", "chained", "linked", "query_length",
             "top_score", "mean_score", "margin", "top_lexical", "query_term_coverage", "dense_top", "n_context",

@@ -22,14 +22,18 @@ import functools
 import json
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 
 from evidex.config import load_config
 from evidex.engine import configured_embedder
 from evidex.evaluation import metrics
-from evidex.evaluation.datasets import blind_k8s_sets, dev_sets
 from evidex.evaluation.runner import PIPELINES, EvalSettings, open_eval_engine
+from evidex.types import EvalPlan
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # eval/dev_sets.py: where the sets are
+from dev_sets import blind_k8s_sets, dev_sets
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 WEIGHTS = {"w_retrieval": 0.8, "w_lexical": 0.3, "w_title": 0.1, "w_linked": 0.3, "w_inlink": 0.5, "cited_bonus": 0.2}
@@ -53,7 +57,7 @@ def run(settings: list[dict[str, float]], out: Path, data: Path) -> None:
     todo = [s for s in [{}, *settings] if key(s) not in done]
     if not todo:
         return
-    sets = [s for s in dev_sets(data) if s.name == "k8s"] + blind_k8s_sets(data, REPOSITORY)
+    sets = [s for s in dev_sets(data) if s.name == "k8s"] + blind_k8s_sets(data)
     questions = {s.name: s.questions() for s in sets}
     base = load_config()
     embedder = configured_embedder(base)
@@ -63,8 +67,9 @@ def run(settings: list[dict[str, float]], out: Path, data: Path) -> None:
         for setting in todo:
             engine = opened.with_config(opened.config.replace(evidence=setting))
             started = time.perf_counter()
-            recalls = {name: [round(metrics.family_recall(q, PIPELINES["full"](engine, q, EvalSettings(10, "auto"))
-                                                          .top_k(10)), 4) for q in qs]
+            auto = EvalSettings(10, EvalPlan.AUTO)
+            recalls = {name: [round(metrics.family_recall(q, PIPELINES["full"](engine, q, auto).top_k(10)), 4)
+                              for q in qs]
                        for name, qs in questions.items()}
             sink.write(json.dumps({"setting": setting, "recall": recalls}) + "\n")
             sink.flush()

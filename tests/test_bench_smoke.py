@@ -54,11 +54,11 @@ def test_bench_smoke(tmp_path: Path, embedder: Embedder, cache_dir: Path) -> Non
     config = Config().replace(index={"path": str(tmp_path / "unused")},
                               embedding={"cache_dir": str(cache_dir)})
     lines: list[str] = []
-    report = run_bench(config, k8s_docs=docs, synthetic_chunks=2000, queries=20, log=lines.append,
-                       embedder=embedder, embed_rounds=1, synthetic_batch_chunks=1000,
+    report = run_bench(config, docs=docs, questions=tmp_path / "questions.jsonl", synthetic_chunks=2000, queries=20,
+                       log=lines.append, embedder=embedder, embed_rounds=1, synthetic_batch_chunks=1000,
                        workdir=tmp_path / "work")
 
-    assert {"environment", "goals", "embedding", "k8s_latency", "synthetic", "memory", "bm25s", "checks",
+    assert {"environment", "goals", "embedding", "docs_latency", "synthetic", "memory", "bm25s", "checks",
             "total_s"} <= set(report)
     assert "noisy" in report["environment"]["note"]
 
@@ -68,7 +68,7 @@ def test_bench_smoke(tmp_path: Path, embedder: Embedder, cache_dir: Path) -> Non
     for key in ("raw_chunks_per_s", "ingest_chunks_per_s", "ratio", "raw_one_sorted_call_chunks_per_s"):
         assert _positive(emb[key]), key
 
-    lat = report["k8s_latency"]
+    lat = report["docs_latency"]
     assert lat["queries"] == 20 and lat["distinct_queries"] == len(TOPICS)
     assert lat["query_source"].endswith("questions.jsonl")
     assert set(lat["modes"]) == {"bm25", "dense", "hybrid"}
@@ -109,11 +109,23 @@ def test_bench_smoke(tmp_path: Path, embedder: Embedder, cache_dir: Path) -> Non
         assert part in table, part
 
 
-def test_bench_without_k8s_docs(tmp_path: Path) -> None:
-    """No corpus: the embedding parts are skipped, the synthetic parts still run (no model needed)."""
-    report = run_bench(Config(), k8s_docs=None, synthetic_chunks=300, queries=5, log=lambda _: None,
+def test_bench_without_docs(tmp_path: Path) -> None:
+    """No documents: the embedding parts are skipped, the synthetic parts still run (no model needed)."""
+    report = run_bench(Config(), docs=None, synthetic_chunks=300, queries=5, log=lambda _: None,
                        synthetic_batch_chunks=200, workdir=tmp_path)
-    assert "skipped" in report["embedding"] and "skipped" in report["k8s_latency"]
+    assert "skipped" in report["embedding"] and "skipped" in report["docs_latency"]
+    assert "--docs" in report["docs_latency"]["skipped"]
     assert report["synthetic"]["chunks"] == 300 and report["synthetic"]["commit_batches"] == 2
     assert "ingest_over_raw" not in report["checks"]
     assert "skipped" in format_bench(report)
+
+
+def test_bench_asks_the_page_titles_without_a_questions_file(tmp_path: Path, embedder: Embedder,
+                                                              cache_dir: Path) -> None:
+    docs = _write_docs(tmp_path)
+    config = Config().replace(embedding={"cache_dir": str(cache_dir)})
+    report = run_bench(config, docs=docs, synthetic_chunks=200, queries=len(TOPICS), log=lambda _: None,
+                       embedder=embedder, embed_rounds=1, synthetic_batch_chunks=200, workdir=tmp_path / "work")
+    lat = report["docs_latency"]
+    assert lat["query_source"] == "document titles"
+    assert lat["distinct_queries"] == len(TOPICS)  # one query per page title: "About deployments", ...

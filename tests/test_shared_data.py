@@ -15,10 +15,13 @@ import pytest
 
 from evidex.admission.gate import Principal
 from evidex.config import Config
-from evidex.evaluation.datasets import BLIND_K8S_SETS, load_questions
+from evidex.evaluation.datasets import load_questions
 from evidex.evaluation.runner import evaluate, open_eval_engine
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+EVAL = Path(__file__).resolve().parents[1] / "eval"
+BLIND_SETS = [line for raw in (EVAL / "blind_sets.txt").read_text(encoding="utf-8").splitlines()
+              if (line := raw.split("#", 1)[0].strip())]  # as eval/dev_sets.py reads it
 K8S = DATA / "k8s"
 pytestmark = [
     pytest.mark.shared_data,
@@ -73,12 +76,12 @@ def test_the_leak_check_sees_a_rejected_text_inside_a_result(k8s: Any) -> None:
     assert audit.leaks_in(result) == 1
 
 
-@pytest.mark.parametrize("folder", BLIND_K8S_SETS)
+@pytest.mark.parametrize("folder", BLIND_SETS)
 def test_the_blind_questions_name_real_pages_and_disjoint_families(folder: str) -> None:
-    """Every set of `BLIND_K8S_SETS`: every family pattern matches a page of the corpus, and no page belongs to
+    """Every set of `eval/blind_sets.txt`: every family pattern matches a page of the corpus, and no page belongs to
     two families of one question (a question that could be completed by one page would measure nothing)."""
     pages = [p.relative_to(K8S / "docs").as_posix() for p in (K8S / "docs").rglob("*.md")]
-    questions = load_questions(Path(__file__).resolve().parents[1] / "eval" / folder / "questions.jsonl")
+    questions = load_questions(EVAL / folder / "questions.jsonl")
     assert len(questions) == 24 and len({q.id for q in questions}) == 24
     for q in questions:
         owners: dict[str, str] = {}
@@ -88,3 +91,9 @@ def test_the_blind_questions_name_real_pages_and_disjoint_families(folder: str) 
             assert matched, f"{q.id}: {family.name} matches no page"
             for page in matched:
                 assert owners.setdefault(page, family.name) == family.name, f"{q.id}: {page} in two families"
+
+
+def test_every_blind_set_folder_is_listed() -> None:
+    """A set added to eval/ but not to eval/blind_sets.txt would silently drop out of every blind-set run."""
+    folders = sorted(p.parent.name for p in EVAL.glob("*/questions.jsonl"))
+    assert sorted(BLIND_SETS) == folders and len(set(BLIND_SETS)) == len(BLIND_SETS)

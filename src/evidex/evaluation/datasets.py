@@ -1,4 +1,13 @@
-"""Evaluation data in the formats of shared/data/README.md: questions.jsonl, or BEIR queries + qrels."""
+"""Labelled questions for `evidex eval`, in two formats.
+
+A questions file is JSON Lines, one question a line, with the evidence families its answer needs:
+
+    {"id": "q1", "question": "How do I rotate the signing keys?",
+     "families": [{"name": "key-rotation", "source_regex": "^security/keys", "rescue_query": "rotate keys"}]}
+
+A family is met by any of its `doc_ids` or by a chunk whose source matches `source_regex`. A BEIR set is a
+`queries.jsonl` with a `qrels.tsv` of graded relevance; each relevant document is then a family of its own.
+"""
 
 from __future__ import annotations
 
@@ -90,46 +99,3 @@ def load_beir(queries: Path, qrels: Path) -> list[Question]:
             families = tuple(FamilySpec(name=d, doc_ids=(d,)) for d in sorted(rels))
             out.append(Question(id=qid, text=text, families=families, qrels=rels))
     return out
-
-
-@dataclass(frozen=True)
-class DevSet:
-    """One development set of shared/data: its corpus paths and how to read its questions."""
-
-    name: str
-    corpus: tuple[Path, ...]
-    questions_file: Path
-    qrels_file: Path | None = None  # BEIR sets: queries in `questions_file`, relevance here
-
-    def exists(self) -> bool:
-        return all(p.exists() for p in self.corpus)
-
-    def questions(self) -> list[Question]:
-        if self.qrels_file is not None:
-            return load_beir(self.questions_file, self.qrels_file)
-        return load_questions(self.questions_file)
-
-
-BLIND_K8S_SETS = ("k8s-blind", "k8s-blind-2", "k8s-blind-3", "k8s-blind-4", "k8s-blind-5", "k8s-blind-6",
-                  "k8s-blind-7", "k8s-blind-8", "k8s-blind-9", "k8s-blind-10", "k8s-blind-11",
-                  "k8s-blind-12", "k8s-blind-13", "k8s-blind-14", "k8s-blind-15", "k8s-blind-16",
-                  "k8s-blind-17", "k8s-blind-18", "k8s-blind-19")
-"""Our k8s question sets written blind to evidex, in the order written: folders of the repository's `eval/`,
-over the pages of shared/data/k8s (each folder's README says how and when)."""
-
-
-def blind_k8s_sets(data: Path, repository: Path) -> list[DevSet]:
-    """The blind k8s sets (`BLIND_K8S_SETS`) of `repository`, over the k8s pages of `data`."""
-    return [DevSet(name, (data / "k8s" / "docs",), repository / "eval" / name / "questions.jsonl")
-            for name in BLIND_K8S_SETS]
-
-
-def dev_sets(data: Path) -> list[DevSet]:
-    """The four development sets of shared/data, in the order the reports use."""
-    return [
-        DevSet("k8s", (data / "k8s" / "docs",), data / "k8s" / "questions.jsonl"),
-        DevSet("hotpotqa", (data / "hotpotqa" / "corpus.jsonl",), data / "hotpotqa" / "questions.jsonl"),
-        DevSet("musique", (data / "musique" / "corpus.jsonl",), data / "musique" / "questions.jsonl"),
-        DevSet("scifact", (data / "scifact" / "corpus.jsonl",), data / "scifact" / "queries.jsonl",
-               data / "scifact" / "qrels.tsv"),
-    ]

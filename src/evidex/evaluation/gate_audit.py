@@ -20,12 +20,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from evidex.admission.gate import AdmissionGate, GatePolicy, Principal, RejectReason
-from evidex.types import Candidate, Chunk
+from evidex.types import Candidate, Chunk, EvalPlan
 
 if TYPE_CHECKING:
     from evidex.engine import Engine
+    from evidex.evaluation.answers import Ranked
     from evidex.evaluation.datasets import Question
-    from evidex.evaluation.runner import Ranked
 
 ACCESS = RejectReason.ACCESS.value
 
@@ -60,7 +60,7 @@ class GateAudit:
         return [c for c in self.chunks if family.matches(c)]
 
     def score(self, engine: Engine, rows: Sequence[tuple[Question, Ranked, float]], k: int,
-              plan: str) -> dict[str, Any]:
+              plan: EvalPlan) -> dict[str, Any]:
         leaks = 0
         reasons: Counter[str] = Counter()
         admissible_recall: list[float] = []
@@ -87,7 +87,8 @@ class GateAudit:
                     admissible_families += 1
                     covered += any(family.matches(c) and c.record_id in self.admitted for c in context)
                 elif any(m.record_id in self.must_reject for m in members):
-                    if plan != "oracle" and all(self.must_reject.get(m.record_id) == ACCESS for m in members):
+                    access_only = all(self.must_reject.get(m.record_id) == ACCESS for m in members)
+                    if plan is not EvalPlan.ORACLE and access_only:
                         # An automatic plan's aspects are the requester's own words: evidence they may not
                         # read must stay unseen, not be reported found-but-rejected.
                         expected_withheld += 1
@@ -106,11 +107,11 @@ class GateAudit:
             "access_withheld": {"expected": expected_withheld, "withheld": withheld},
         }
 
-    def _reported(self, outcome: Any, family: Any, plan: str) -> int:
+    def _reported(self, outcome: Any, family: Any, plan: EvalPlan) -> int:
         """Did the result tell the requester this family's evidence exists but was rejected?"""
         if outcome is None or outcome.gate is None:
             return 0
-        if plan == "oracle":
+        if plan is EvalPlan.ORACLE:
             return int(any(f.name == family.name and f.status == "found-but-rejected" for f in outcome.families))
         rejected = {r.record_id for r in outcome.gate.rejected}
         return int(any(c.chunk.record_id in rejected and family.matches(c.chunk) for c in outcome.ranked_all))

@@ -26,6 +26,22 @@ def ms_stats(values: Sequence[float], cpu: Sequence[float] | None = None) -> dic
     return out
 
 
+def time_modes(run: Callable[[str, str], object], queries: Sequence[str],
+               modes: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Latency (wall and CPU ms, see `ms_stats`) of `run(query, mode)` for every query in every mode. The modes
+    are interleaved per query and rotated, so that load spikes and warm caches fall evenly on all of them."""
+    wall: dict[str, list[float]] = {m: [] for m in modes}
+    cpu: dict[str, list[float]] = {m: [] for m in modes}
+    for i, q in enumerate(queries):
+        for j in range(len(modes)):
+            mode = modes[(i + j) % len(modes)]
+            started, started_cpu = time.perf_counter(), time.thread_time()
+            run(q, mode)
+            wall[mode].append((time.perf_counter() - started) * 1000)
+            cpu[mode].append((time.thread_time() - started_cpu) * 1000)
+    return {m: ms_stats(wall[m], cpu[m]) for m in modes}
+
+
 def p50_ms(run: Callable[[str], object], texts: Sequence[str]) -> float:
     """The median wall-clock time of `run` on each of `texts`, in turn, in milliseconds."""
     took = []
@@ -63,8 +79,8 @@ def loadavg() -> list[float] | None:
 
 def machine() -> dict[str, object]:
     """What a latency was measured on: cores, the CPU's model, and whether it has the int8 dot-product
-    instructions (VNNI) that make quantized inference faster there. Figures from two machines differ by this
-    much (a 2-core AVX2 EPYC runs the k8s pipeline about half as fast as the earlier machine of these figures)."""
+    instructions (VNNI) that make quantized inference faster there: compare latencies only between reports
+    that name the same machine."""
     fields: dict[str, str] = {}  # the first processor's "model name" and "flags" (Linux)
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:

@@ -3,8 +3,8 @@
 Indexes built here are cached under `<cache_dir>/eval/<key>` where the key covers the corpus files
 (path, size, mtime), the metadata overlay, the configuration hash, the embedder and the ingest code, so a
 second run re-embeds nothing and re-ingests nothing, and a changed chunker is never evaluated on an index
-an older one built. Only the `KEEP_EVAL_INDEXES` most recently used indexes are kept (a k8s index is about
-25 MB, and every corpus, configuration or chunker change builds another).
+an older one built. Only the `KEEP_EVAL_INDEXES` most recently used indexes are kept: every corpus,
+configuration or chunker change builds another, and an index of a few hundred pages takes tens of MB.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import shutil
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from evidex.config import Config
 from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine, configured_embedder
 from evidex.evaluation import metrics
+from evidex.evaluation.answers import EvalSettings, Ranked
 from evidex.evaluation.datasets import Question
 from evidex.evaluation.gate_audit import GateAudit
 from evidex.evaluation.measure import machine
@@ -36,31 +36,10 @@ from evidex.ingest import run as ingest_run
 from evidex.pipeline import SearchRequest
 from evidex.stores.sqlite_schema import MIGRATIONS
 from evidex.trace import StageSwitches
-from evidex.types import Chunk, RetrievalMode
+from evidex.types import EvalPlan, RetrievalMode
 
 READY_MARKER = "READY"  # written when an index is complete; its mtime is the index's last use
 KEEP_EVAL_INDEXES = 16
-
-
-@dataclass(frozen=True)
-class Ranked:
-    """A pipeline's answer to one question: the context (first k) and the deeper ranking behind it."""
-
-    chunks: tuple[Chunk, ...]
-    info: dict[str, Any] = field(default_factory=dict)
-
-    def top_k(self, k: int) -> tuple[Chunk, ...]:
-        """What an answer at k holds: an evidence pipeline's context (grading may leave it shorter than k),
-        else a plain retriever's first k chunks."""
-        return self.info["context"] if "context" in self.info else self.chunks[:k]
-
-
-@dataclass(frozen=True)
-class EvalSettings:
-    k: int = 10
-    plan: str = "auto"  # auto | oracle
-    principal: Principal | None = None  # with retrieved_at: evaluate through the admission gate
-    retrieved_at: datetime | None = None
 
 
 PipelineFn = Callable[[Engine, Question, EvalSettings], Ranked]
@@ -81,8 +60,8 @@ _NAME_SEPARATORS = re.compile(r"[-_/.]+")
 def oracle_plan(question: Question) -> EvidencePlan:
     """The plan the questions file gives: its families with their rescue queries (and aspects). A family
     given without a rescue query is searched by its name's words ("network-policy-provider" -> "network policy
-    provider", "Ed Wood"): searching the question again would find what retrieval already found (on the three
-    k8s sets without their rescue queries: all found 0.84 / 0.75 / 0.75 by the question, 1.00 by the names)."""
+    provider", "Ed Wood"): searching the question again would only find what retrieval already found, while
+    the name says what the family is about."""
     families = [RequiredFamily(name=f.name, rescue_query=f.rescue_query or _NAME_SEPARATORS.sub(" ", f.name),
                                source_regex=f.source_regex, doc_ids=f.doc_ids) for f in question.families]
     return explicit_plan(families, question.aspects, question.text)
@@ -91,7 +70,7 @@ def oracle_plan(question: Question) -> EvidencePlan:
 def _evidence(switches: StageSwitches) -> PipelineFn:
     def run(engine: Engine, question: Question, settings: EvalSettings) -> Ranked:
         request = SearchRequest(query=question.text, k=settings.k, switches=switches,
-                                plan=oracle_plan(question) if settings.plan == "oracle" else None,
+                                plan=oracle_plan(question) if settings.plan is EvalPlan.ORACLE else None,
                                 principal=settings.principal, retrieved_at=settings.retrieved_at)
         outcome = engine.run(request)
         result = engine.result_of(outcome)  # timed with the search: the signals are part of the answer
@@ -147,8 +126,8 @@ def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | No
     index_dir = config.cache_dir / "eval" / key
     indexed = config.replace(index={"path": str(index_dir)})
     engine = Engine.open(indexed, embedder=embedder)
-    if engine.store.embedding_model() not in (None, embedder.model_id):  # recorded under an older naming
-        log(f"rebuilding evaluation index {index_dir}: it names its model {engine.store.embedding_model()}")
+    if engine.store.ledger.embedding_model() not in (None, embedder.model_id):  # recorded under an older naming
+        log(f"rebuilding evaluation index {index_dir}: it names its model {engine.store.ledger.embedding_model()}")
         engine.close()
         shutil.rmtree(index_dir)
         engine = Engine.open(indexed, embedder=embedder)
@@ -159,8 +138,8 @@ def open_eval_engine(config: Config, corpus: Sequence[Path], metadata: Path | No
             f"({report.embedded} embedded) in {report.seconds:.1f} s")
         (index_dir / READY_MARKER).write_text(json.dumps(report.to_dict()))
         # Measured as a process that opens the index sees it: Milvus Lite searches the rows its running server
-        # wrote without their index (on k8s a full pipeline question took 3.8 s, against 0.21 s once opened
-        # again: scripts/bench_milvus_fresh.py); closing the engine stops that server.
+        # wrote without their index, many times slower than once the file is opened again (see docs/milvus.md);
+        # closing the engine stops that server.
         engine.close()
         engine = Engine.open(indexed, embedder=embedder)
     else:
@@ -182,20 +161,23 @@ def prune_eval_cache(root: Path, keep: int) -> list[Path]:
 
 
 def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[str], *, k: int = 10,
-             plan: str = "auto", principal: Principal | None = None, retrieved_at: datetime | None = None,
+             plan: EvalPlan | str = EvalPlan.AUTO, principal: Principal | None = None,
+             retrieved_at: datetime | None = None,
              progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Run every pipeline on every question and report each pipeline's quality, latency and signals (and,
+    with a principal and an instant, what the gate let through); `ValueError` names an unknown pipeline or
+    plan."""
     unknown = [p for p in pipelines if p not in PIPELINES]
     if unknown:
         raise ValueError(f"unknown pipeline(s) {unknown}; choose from: {', '.join(PIPELINES)}")
-    if plan not in {"auto", "oracle"}:
-        raise ValueError(f"--plan must be auto or oracle, not {plan!r}")
+    plan = EvalPlan.from_str(plan)
     settings = EvalSettings(k, plan, principal, retrieved_at)
     audit = None
     gate_info = None
     if principal is not None and retrieved_at is not None:
         audit = GateAudit.build(engine, principal, retrieved_at)
         gate_info = {"principal_labels": list(principal.labels), "retrieved_at": retrieved_at.isoformat()}
-    report: dict[str, Any] = {"k": k, "plan": plan, "questions": len(questions), "machine": machine(),
+    report: dict[str, Any] = {"k": k, "plan": plan.value, "questions": len(questions), "machine": machine(),
                               "snapshot_id": engine.store.snapshot_id(), "config_hash": engine.config.hash(),
                               "gate": gate_info, "pipelines": {}}
     for name in pipelines:
@@ -227,7 +209,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 def summarize(rows: Sequence[tuple[Question, Ranked, float]], k: int) -> dict[str, Any]:
     recalls = [metrics.family_recall(q, r.top_k(k)) for q, r, _ in rows]
     # The same over the first k distinct pages: a plain retriever often spends its k chunks on a few pages
-    # (k8s: about 5 of 10), which the evidence pipelines' one-chunk-per-page context does not.
+    # (several chunks of one long page), which the evidence pipelines' one-chunk-per-page context does not.
     page_recalls = [metrics.family_recall(q, metrics.doc_ranking(r.info.get("context", r.chunks))[:k])
                     for q, r, _ in rows]
     latencies = [ms for _, _, ms in rows]

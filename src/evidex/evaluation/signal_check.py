@@ -1,4 +1,4 @@
-"""Validation of the agent signals against the evaluation truth (issue: signals must predict quality).
+"""The agent signals checked against the evaluation truth: does each predict the quality of the answer?
 
 - confidence_spearman: rank correlation between `confidence` and each question's quality (family recall
   at k for questions files, nDCG@10 for BEIR sets); confidence_spearman_ceiling: what a perfect predictor

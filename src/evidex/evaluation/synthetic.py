@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from evidex.embedding.protocol import Vectors
 from evidex.ingest.run import record_id
-from evidex.retrieval.lexical import STOPWORDS
+from evidex.lexical import STOPWORDS
 from evidex.stores.protocol import DocumentWrite
 from evidex.types import Chunk, Provenance
 

@@ -17,6 +17,7 @@ from evidex.config import load_config
 from evidex.engine import ready_to_serve
 from evidex.interfaces.cli_runtime import AtOpt, ConfigOpt, err, out, parse_retrieved_at, progress_bar, run
 from evidex.interfaces.render import render_eval, render_misses
+from evidex.types import EvalPlan
 
 
 def report_file(path: Path | None) -> Path | None:
@@ -64,15 +65,15 @@ def eval_cmd(
 
     if (questions is None) == (queries is None) or (queries is not None and qrels is None):
         raise typer.BadParameter("give --questions, or --queries with --qrels")
+    try:
+        chosen_plan = EvalPlan.from_str(plan)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--plan'") from None
     json_path = report_file(json_path)
     cfg = run(lambda: load_config(config))
     if backend is not None:
         cfg = run(lambda: cfg.replace(index={"backend": backend}))
-    who = Principal.of("eval", [x.strip() for x in principal_labels.split(",") if x.strip()]) \
-        if principal_labels is not None else None
-    at = parse_retrieved_at(retrieved_at) if who is not None else None
-    if who is not None and at is None:
-        at = datetime.now(UTC).replace(microsecond=0)
+    who, at = _principal(principal_labels, retrieved_at)
     qs = run(lambda: load_questions(questions) if questions else load_beir(queries, qrels))  # type: ignore[arg-type]
     if limit:
         qs = qs[:limit]
@@ -85,7 +86,7 @@ def eval_cmd(
                                               log=lambda m: err.print(m, highlight=False)))
         try:
             ready_to_serve(engine)  # latencies as the servers' settled processes see them
-            report = run(lambda: evaluate(engine, qs, names, k=k, plan=plan, principal=who, retrieved_at=at,
+            report = run(lambda: evaluate(engine, qs, names, k=k, plan=chosen_plan, principal=who, retrieved_at=at,
                                           progress=bar))
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
@@ -99,9 +100,22 @@ def eval_cmd(
         out.print(f"wrote {json_path}")
 
 
+def _principal(labels: str | None, retrieved_at: str | None) -> tuple[Principal | None, datetime | None]:
+    """Who an evaluation through the gate asks as (`--principal-labels`), and at which instant (now unless
+    `--retrieved-at`); (None, None) evaluates without the gate."""
+    if labels is None:
+        return None, None
+    who = Principal.of("eval", [x.strip() for x in labels.split(",") if x.strip()])
+    return who, parse_retrieved_at(retrieved_at) or datetime.now(UTC).replace(microsecond=0)
+
+
 def bench_cmd(
-    k8s_docs: Annotated[Path | None, typer.Option("--k8s-docs", help="k8s pages (default: ../shared/data/k8s/docs)")]
+    docs: Annotated[Path | None, typer.Option("--docs", exists=True, file_okay=False, help="a folder of documents "
+                                              "for the embedding and query-latency parts (skipped without it)")]
     = None,
+    questions: Annotated[Path | None, typer.Option("--questions", exists=True, dir_okay=False,
+                                                   help="questions.jsonl to ask of --docs (default: the pages' "
+                                                   "titles)")] = None,
     chunks: Annotated[int, typer.Option("--chunks", help="size of the generated corpus")] = 100_000,
     queries: Annotated[int, typer.Option("--queries")] = 200,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the report here")] = None,
@@ -111,11 +125,12 @@ def bench_cmd(
     from evidex.evaluation.bench import run_bench
     from evidex.evaluation.bench_report import format_bench
 
+    if questions is not None and docs is None:
+        raise typer.BadParameter("the questions are asked of --docs: give both", param_hint="'--questions'")
     json_path = report_file(json_path)
     cfg = run(lambda: load_config(config))
-    docs = k8s_docs or Path("../shared/data/k8s/docs")
-    report = run(lambda: run_bench(cfg, k8s_docs=docs if docs.is_dir() else None, synthetic_chunks=chunks,
-                                   queries=queries, log=lambda m: err.print(m, highlight=False, markup=False)))
+    report = run(lambda: run_bench(cfg, docs=docs, questions=questions, synthetic_chunks=chunks, queries=queries,
+                                   log=lambda m: err.print(m, highlight=False, markup=False)))
     out.print(format_bench(report), markup=False, highlight=False)
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
