@@ -1,6 +1,7 @@
 """The reference agent loop on the bundled handbook, compared with recorded transcripts.
 
-Refresh after an intended change with: EVIDEX_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_ask_golden.py
+Refresh (or record a missing one) after an intended change with:
+EVIDEX_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_ask_golden.py
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from evidex.config import load_config
 from evidex.engine import Engine
 
 GOLDEN = Path(__file__).parent / "golden"
+REFRESH = "EVIDEX_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_ask_golden.py"
 AT = datetime(2026, 11, 30, tzinfo=UTC)
 QUESTIONS = {
     "ask_restore": "Someone ran a bad data fix on orders-prod at 14:06 UTC. How do I restore the database to just "
@@ -48,8 +50,11 @@ def handbook(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterato
 def test_ask_matches_its_recorded_transcript(handbook: Engine, name: str) -> None:
     transcript = ask(lambda q, f: handbook.search_with_reasoning(q, f, retrieved_at=AT), QUESTIONS[name]).to_dict()
     path = GOLDEN / f"{name}.json"
-    if os.environ.get("EVIDEX_UPDATE_GOLDEN") == "1" or not path.exists():
+    if os.environ.get("EVIDEX_UPDATE_GOLDEN") == "1":
         path.write_text(json.dumps(transcript, indent=2, sort_keys=True) + "\n")
+    if not path.exists():  # a missing transcript is a failure, never a fresh recording that passes
+        pytest.fail(f"{path.relative_to(GOLDEN.parent.parent)} is missing; record it after checking the transcript "
+                    f"with: {REFRESH}")
     recorded = json.loads(path.read_text())
     # Every action, reason, aspect and evidence id exactly; the confidence (rounded to one decimal in the
     # transcript) within one step of it: float results differ in their last bits across CPUs
