@@ -8,9 +8,10 @@
 
 Who is asking comes from the key (`Authorization: Bearer evx_...` or `X-API-Key: evx_...`), never from the
 body: a body with any field beyond query / aspect_focus / k is refused. Every error, whatever raised it, is
-turned into a status and a JSON body `{"error": {"code", "message"}}` by `api_error`, the one mapping
-table; messages name the problem, never echo restricted text, and carry no stack trace. The request log
-(`evidex.http`) records method, path, status, key name and latency: never a query or a result.
+turned into a status and a JSON body `{"error": {"code", "message"}}` by `api_error` (`http_errors`), the one
+mapping table; messages name the problem, never echo restricted text, and carry no stack trace. The request log
+(`evidex.http`, written by the outermost layer `Guard` in `http_guard`) records method, path, status, key name
+and latency: never a query or a result.
 
 `serve` runs one process; `serve_workers` runs several (uvicorn's supervisor), each building its own engine
 with `worker_app`, all sharing the key file and its rate buckets.
@@ -23,9 +24,8 @@ import json
 import logging
 import os
 import socket
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -36,11 +36,15 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from evidex.engine import Engine, ready_to_serve
-from evidex.errors import AccessDenied, BackendUnavailable, EmbeddingError, EvidexError, StageError
+from evidex.errors import StageError
 from evidex.interfaces import tool
+from evidex.interfaces.http_errors import ApiError as ApiError  # re-exported: the API's error type and mapping
+from evidex.interfaces.http_errors import api_error as api_error
+from evidex.interfaces.http_errors import validation_message
+from evidex.interfaces.http_guard import Guard as Guard  # re-exported: MCP over HTTP wraps its app in it too
 from evidex.interfaces.keys import KeyRecord, KeyStore, RateLimiter, rates_path
 
 if TYPE_CHECKING:
@@ -52,57 +56,6 @@ STATIC_DIR = Path(__file__).parent / "static"
 DEFAULT_PORT = 8700
 SEARCH_PATH = "/v1/search_with_reasoning"
 WORKER_ENV = "EVIDEX_SERVE_WORKER"  # the JSON settings `serve_workers` hands each worker process
-
-# The inspector loads only its own files; nothing may be framed, embedded or fetched from elsewhere.
-_SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
-    (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                                 b"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-)
-
-
-# ---- errors: the one place they become statuses ------------------------------------------------------
-@dataclass
-class ApiError(Exception):
-    status: int
-    code: str
-    message: str
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def response(self) -> JSONResponse:
-        return JSONResponse({"error": {"code": self.code, "message": self.message}}, status_code=self.status,
-                            headers=self.headers)
-
-
-_HTTP_CODES = {400: "invalid-request", 401: "unauthorized", 403: "forbidden", 404: "not-found",
-               405: "method-not-allowed", 413: "body-too-large", 415: "unsupported-media-type",
-               429: "rate-limited"}
-
-
-def api_error(exc: BaseException) -> ApiError:
-    """Map anything raised while serving a request to a status, a code and a message safe to show."""
-    if isinstance(exc, ApiError):
-        return exc
-    if isinstance(exc, tool.ToolInputError):
-        return ApiError(400, "invalid-argument", str(exc))
-    if isinstance(exc, RequestValidationError):
-        return ApiError(400, "invalid-argument", _validation_message(exc))
-    if isinstance(exc, StarletteHTTPException):
-        status = exc.status_code
-        message = "request body too large" if status == 413 else str(exc.detail)
-        return ApiError(status, _HTTP_CODES.get(status, "http-error"), message, dict(exc.headers or {}))
-    if isinstance(exc, AccessDenied):
-        return ApiError(403, "forbidden", "access denied")
-    if isinstance(exc, (BackendUnavailable, EmbeddingError)):
-        return ApiError(503, "unavailable", "the search backend is unavailable; the operator has the details")
-    if isinstance(exc, StageError):  # its message may quote the underlying exception: name the stage only
-        return ApiError(500, "stage-failed", f"search stage {exc.stage!r} failed; the operator has the details")
-    if isinstance(exc, EvidexError):
-        return ApiError(500, "internal-error", f"internal error ({type(exc).__name__})")
-    return ApiError(500, "internal-error", "internal error")
-
 
 def _openapi_without_422(app: FastAPI, generate: Callable[[], dict[str, Any]], max_k: int) -> dict[str, Any]:
     """FastAPI documents a 422 for every route with a body or parameters; this API answers 400 instead. `k`'s
@@ -119,25 +72,6 @@ def _openapi_without_422(app: FastAPI, generate: Callable[[], dict[str, Any]], m
             if variant.get("type") == "integer":
                 variant["maximum"] = max_k
     return app.openapi_schema or generate()
-
-
-def _validation_message(exc: RequestValidationError, max_k: int = tool.MAX_K) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        try:  # the tool's own validator words the common mistakes best (and never echoes values)
-            tool.parse_arguments(body, max_k=max_k)
-        except tool.ToolInputError as err:
-            return str(err)
-    parts = []
-    for e in exc.errors():
-        loc = ".".join(str(x) for x in e.get("loc", ())[1:]) or "body"
-        if e.get("type") == "json_invalid":
-            parts.append("body: not valid JSON")
-        elif loc == "body":
-            parts.append("body: a JSON object with 'query' is required (Content-Type: application/json)")
-        else:
-            parts.append(f"{loc}: {e.get('msg', 'invalid')}")
-    return "; ".join(parts) or "invalid request"
 
 
 # ---- the request body ------------------------------------------------------------------------------
@@ -213,6 +147,18 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = MAX_BODY
     app = FastAPI(title="evidex", version="1", description=tool.DESCRIPTION, docs_url=None, redoc_url=None)
     app.state.evidex_keys = keys
     app.state.evidex_limiter = limiter or RateLimiter()
+    _add_tool_routes(app, engine, max_k=max_k, max_body_bytes=max_body_bytes)
+    _add_operation_routes(app, engine)
+    handle = _error_handler(max_k)
+    for cls in (ApiError, RequestValidationError, StarletteHTTPException):
+        app.add_exception_handler(cls, handle)
+    app.openapi = functools.partial(_openapi_without_422, app, app.openapi, max_k)  # type: ignore[method-assign]
+    app.add_middleware(Guard, max_body_bytes=max_body_bytes)
+    return app
+
+
+def _add_tool_routes(app: FastAPI, engine: Engine, *, max_k: int, max_body_bytes: int) -> None:
+    """The agent tool: `POST /v1/search_with_reasoning` (behind a key) and its definition."""
 
     @app.post(SEARCH_PATH, tags=["agent tool"], summary="search_with_reasoning(query, aspect_focus)",
               description=tool.DESCRIPTION, response_class=JSONResponse,
@@ -236,6 +182,10 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = MAX_BODY
     def tool_definition(format: tool.SchemaFormat = tool.SchemaFormat.MCP) -> dict[str, Any]:
         return tool.definition(format, max_k=max_k)
 
+
+def _add_operation_routes(app: FastAPI, engine: Engine) -> None:
+    """Liveness, and the web inspector with its static files."""
+
     @app.get("/v1/health", tags=["operations"], summary="Liveness")
     def health() -> dict[str, Any]:
         try:
@@ -250,6 +200,10 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = MAX_BODY
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
+
+def _error_handler(max_k: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    """The app's one exception handler: every error as `api_error` maps it, server errors logged by type."""
+
     async def handle(request: Request, exc: Exception) -> JSONResponse:
         if isinstance(exc, RequestValidationError) and request.url.path == SEARCH_PATH:
             # The body is parsed before the key is checked: a caller without a valid key learns nothing
@@ -258,7 +212,7 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = MAX_BODY
                 _key_of(request, _presented_key(request))
             except ApiError as denied:
                 return denied.response()
-            return ApiError(400, "invalid-argument", _validation_message(exc, max_k)).response()
+            return ApiError(400, "invalid-argument", validation_message(exc, max_k)).response()
         error = api_error(exc)
         if error.status >= 500:
             cause = exc.__cause__ or exc
@@ -267,75 +221,7 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = MAX_BODY
             log.debug("details", exc_info=cause)
         return error.response()
 
-    for cls in (ApiError, RequestValidationError, StarletteHTTPException):
-        app.add_exception_handler(cls, handle)
-    app.openapi = functools.partial(_openapi_without_422, app, app.openapi, max_k)  # type: ignore[method-assign]
-    app.add_middleware(Guard, max_body_bytes=max_body_bytes)
-    return app
-
-
-class Guard:
-    """Outermost layer: the body limit (413 before a byte too many is read), security headers on every
-    response, and one log line per request (no bodies, no queries, no results)."""
-
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
-        self.app = app
-        self.max_body_bytes = max_body_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-        response_started = False
-        received = 0
-
-        async def guarded_send(message: Message) -> None:
-            nonlocal status, response_started
-            if message["type"] == "http.response.start":
-                status, response_started = int(message["status"]), True
-                ours = {k for k, _ in _SECURITY_HEADERS}
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in ours]
-                headers.extend(_SECURITY_HEADERS)
-                if scope["path"].startswith("/v1/"):
-                    headers.append((b"cache-control", b"no-store"))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_body_bytes:
-                    raise StarletteHTTPException(413)
-            return message
-
-        try:
-            if _content_length(scope) > self.max_body_bytes:
-                await api_error(StarletteHTTPException(413)).response()(scope, receive, guarded_send)
-            else:
-                await self.app(scope, limited_receive, guarded_send)
-        except StarletteHTTPException as exc:
-            if exc.status_code != 413 or response_started:
-                raise
-            await api_error(exc).response()(scope, receive, guarded_send)
-        finally:
-            key = scope.get("state", {}).get("evidex_key", "-")
-            client = (scope.get("client") or ("-",))[0]
-            log.info("%s %s %s %d key=%s %.1f ms", client, scope["method"], scope["path"], status, key,
-                     (time.perf_counter() - started) * 1000)
-
-
-def _content_length(scope: Scope) -> int:
-    for name, value in scope.get("headers", []):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return 0
-    return 0
+    return handle
 
 
 def log_config(level: str = "info") -> dict[str, Any]:
