@@ -26,7 +26,7 @@ from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestEr
 from evidex.evidence.plan import EvidencePlan
 from evidex.evidence.terms import chunk_terms
 from evidex.ingest.loaders import LoadFailure, iter_documents, iter_jsonl, load_file, read_jsonl_line
-from evidex.ingest.provenance import load_overlay
+from evidex.ingest.overlay import IngestRules, ProvenanceDefaults, read_overlay
 from evidex.ingest.run import DUPLICATE, FamilyRules, Progress, ingest
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search, shapes_from_config
 from evidex.rerank.fused import context_terms
@@ -173,27 +173,37 @@ class Engine:
 
     # ---- ingest -------------------------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | Path], *, metadata: str | Path | None = None, label: str = "",
-               progress: Progress | None = None, sync: bool = False) -> IngestReport:
+               progress: Progress | None = None, sync: bool = False,
+               default_labels: str | Sequence[str] | None = None, citation_base: str | None = None,
+               include: Sequence[str] | None = None, exclude: Sequence[str] | None = None) -> IngestReport:
         """Ingest `paths` as one batch. `sync=True`: `paths` are the whole corpus, and a document the index
-        holds that is no longer among them (its file deleted) is retired in the same batch."""
+        holds that is no longer among them (its file deleted) is retired in the same batch. `default_labels`,
+        `citation_base` (a URL template such as "https://docs.example.com/{path}"), `include` and `exclude`
+        (globs over a file's path under its folder) replace the configuration's `[ingest]` keys when given
+        (`evidex.ingest.overlay`): engine.ingest(["docs"], default_labels=["staff"], exclude=["drafts/**"])."""
+        rules = IngestRules.resolve(self.config.ingest, default_labels=default_labels, citation_base=citation_base,
+                                    include=include, exclude=exclude)
+        select = rules.selection.admits if rules.selection else None
         missing = [str(p) for p in paths if not Path(p).exists()]
         if sync and missing:  # a mistyped path would otherwise retire everything it held
             raise IngestError(f"no such file or directory: {', '.join(missing)} (a sync ingest retires what "
                               "its paths no longer hold, so every path must exist)")
-        empty = [str(p) for p in paths if sync and next(iter_documents(Path(p)), None) is None]
+        empty = [str(p) for p in paths if sync and next(iter_documents(Path(p), select=select), None) is None]
         if empty:  # an unmounted or emptied folder: retiring everything it held is more likely a mistake
             raise IngestError(f"{', '.join(empty)} holds no documents: a sync would retire everything indexed "
                               "from it. Ingest without --sync (or leave the path out) if that is what you want")
-        overlay = load_overlay(Path(metadata)) if metadata else None
-        items: Iterable[Document | LoadFailure] = (item for p in paths for item in iter_documents(Path(p)))
+        overlay = read_overlay(Path(metadata)) if metadata else None
+        items: Iterable[Document | LoadFailure] = (item for p in paths
+                                                   for item in iter_documents(Path(p), select=select))
         settled = _settled_letters(self.store.dead_letters(), paths, sync=sync)
         return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, settled,
-                            record_repeats=False, sync=sync)
+                            record_repeats=False, sync=sync, defaults=rules.defaults)
 
     def retry_dead_letters(self, *, metadata: str | Path | None = None,
                            progress: Progress | None = None) -> IngestReport:
-        """Load every dead letter again; the ones that now load land in a new batch."""
-        overlay = load_overlay(Path(metadata)) if metadata else None
+        """Load every dead letter again; the ones that now load land in a new batch (with the configuration's
+        `[ingest]` default labels and citation base)."""
+        overlay = read_overlay(Path(metadata)) if metadata else None
         live = set(self.store.document_hashes())
         items: list[Document | LoadFailure] = []
         now_loading: list[str] = []
@@ -211,17 +221,19 @@ class Engine:
             seen.update(keys)
             if not any(isinstance(i, LoadFailure) and i.source == letter.source for i in reloaded):
                 now_loading.append(letter.source)
-        return self._ingest(items, overlay, "dead-letter retry", progress, now_loading, check_overlay=False)
+        return self._ingest(items, overlay, "dead-letter retry", progress, now_loading, check_overlay=False,
+                            defaults=IngestRules.resolve(self.config.ingest).defaults)
 
     def _ingest(self, items: Iterable[Document | LoadFailure], overlay: Any, label: str,
                 progress: Progress | None, resolved: Sequence[str] = (), *, record_repeats: bool = True,
-                sync: bool = False, check_overlay: bool = True) -> IngestReport:
+                sync: bool = False, check_overlay: bool = True,
+                defaults: ProvenanceDefaults | None = None) -> IngestReport:
         known = self.store.dead_letters()
         return ingest(self.store, lambda: self.embedder, items, chunking=self.config.chunking,
                       families=FamilyRules.from_config(self.config.families), overlay=overlay,
                       cache=self.embedding_cache, batch_size=self.config.embedding.batch_size, label=label,
                       known_dead_letters=known, resolved_dead_letters=resolved, progress=progress,
-                      record_repeats=record_repeats, sync=sync, check_overlay=check_overlay)
+                      record_repeats=record_repeats, sync=sync, check_overlay=check_overlay, defaults=defaults)
 
     # ---- search -------------------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, mode: RetrievalMode = RetrievalMode.HYBRID,

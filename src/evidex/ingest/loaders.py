@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -35,10 +35,12 @@ class LoadFailure:
     doc_id: str | None = None  # the document it would have been, when known (a file's id is its path)
 
 
-def iter_documents(path: Path, root: Path | None = None) -> Iterator[Document | LoadFailure]:
+def iter_documents(path: Path, root: Path | None = None,
+                   select: Callable[[str], bool] | None = None) -> Iterator[Document | LoadFailure]:
     """Documents under `path`: a directory (walked in sorted order) or a single file. A directory's documents
     are named by their path under `root` (default: `path`). Paths are made absolute, so a dead letter can be
-    retried from any working directory."""
+    retried from any working directory. `select`: which of a directory's files (by path under `root`) to read
+    (`SourceSelection.admits`: include / exclude globs); a file given by name is always read."""
     path = path.absolute()
     if path.is_dir():
         root = (root or path).absolute()
@@ -49,6 +51,8 @@ def iter_documents(path: Path, root: Path | None = None) -> Iterator[Document | 
             name = folder.as_posix() if folder == root else folder.relative_to(root).as_posix()
             yield LoadFailure(f"{name}/", f"cannot list the directory: {reason}", str(folder), str(folder))
         for file in files:
+            if select is not None and not select(file.relative_to(root).as_posix()):
+                continue
             suffix = file.suffix.lower()
             if suffix in MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES:
                 yield load_file(file, file.relative_to(root).as_posix())

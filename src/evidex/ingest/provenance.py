@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -122,31 +120,3 @@ def is_absolute_uri(uri: str) -> bool:
 
 def merge(base: Provenance, fields: Mapping[str, Any]) -> Provenance:
     return dataclasses.replace(base, **fields)
-
-
-def load_overlay(path: Path) -> dict[str, dict[str, Any]]:
-    """A metadata overlay: one JSON object per line, keyed by `source`. Errors name file and line."""
-    overlay: dict[str, dict[str, Any]] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise IngestError(f"cannot read metadata overlay: {exc}", location=str(path)) from None
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        location = f"{path}:{n}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise IngestError(f"invalid JSON: {exc.msg} (column {exc.colno})", location=location) from None
-        if not isinstance(item, dict) or not isinstance(item.get("source"), str):
-            raise IngestError("each overlay line must be an object with a string 'source'", location=location)
-        if item["source"] in overlay:
-            raise IngestError(f"duplicate overlay entry for source {item['source']!r}", location=location)
-        # An overlay exists to set provenance: a misspelled field (its restriction or citation silently dropped)
-        # is an error in it, as a bad date is, not a warning about one document.
-        misspelled = misspelled_keys({k: v for k, v in item.items() if k != "source"})
-        if misspelled:
-            raise IngestError("; ".join(misspelled), location=location)
-        overlay[item["source"]] = provenance_fields(item, location)
-    return overlay

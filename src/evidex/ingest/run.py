@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from evidex.errors import IngestError, StoreError
 from evidex.ingest.chunking import chunk_text
 from evidex.ingest.loaders import LoadFailure
 from evidex.ingest.markdown import clean
+from evidex.ingest.overlay import Overlay, ProvenanceDefaults, with_overlay
 from evidex.ingest.provenance import doubtful_values, format_time, merge
 from evidex.stores.protocol import BatchWrite, DocumentWrite, Store, describe_model_mismatch
 from evidex.types import Chunk, DeadLetter, Document, IngestReport, IngestWarning
@@ -100,11 +100,11 @@ def chunk_document(doc: Document, chunking: ChunkingConfig, indexed_at: datetime
 
 
 def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Document | LoadFailure], *,
-           chunking: ChunkingConfig, families: FamilyRules, overlay: Mapping[str, Mapping[str, Any]] | None,
+           chunking: ChunkingConfig, families: FamilyRules, overlay: Overlay | None,
            cache: EmbeddingCache | None, batch_size: int = 32, label: str = "",
            known_dead_letters: Iterable[DeadLetter] = (), resolved_dead_letters: Sequence[str] = (),
            progress: Progress | None = None, record_repeats: bool = True, sync: bool = False,
-           check_overlay: bool = True) -> IngestReport:
+           check_overlay: bool = True, defaults: ProvenanceDefaults | None = None) -> IngestReport:
     """Ingest `items` as one batch. `embedder` is called only if something needs embedding.
     `sync=True`: `items` are the whole corpus, so a live document not among them (its file deleted) is retired
     in the same batch (a rollback restores it). A document that failed to load is not gone: it stays, and a
@@ -113,7 +113,8 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     (re-running an ingest over a folder with one broken file must not leave a batch that `rollback` would
     undo instead of the last real change); they are still reported, and counted when a batch is made.
     `check_overlay`: report the overlay's sources that no item has (a path typo drops their provenance); off when
-    `items` are only a part of what the overlay describes (a dead-letter retry)."""
+    `items` are only a part of what the overlay describes (a dead-letter retry).
+    `defaults`: access labels and a citation URI for documents that have none (`evidex.ingest.overlay`)."""
     known_dead_letters = list(known_dead_letters)
     started = time.perf_counter()
     now = datetime.now(UTC).replace(microsecond=0)
@@ -124,6 +125,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     changed: list[tuple[Document, str, tuple[Chunk, ...]]] = []
     emptied: list[DocumentWrite] = []
     unchanged = 0
+    unchanged_unadmittable: list[str] = []
     empty = 0
     loaded_sources: set[str] = set()
     failed_ids: set[str] = set()
@@ -146,11 +148,13 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
                                       batch_id, now, where, path=where))
             continue
         seen.add(item.doc_id)
-        doc = _with_metadata(item, overlay, families)
+        doc = _with_metadata(item, overlay, families, defaults)
         loaded_sources.update((doc.source, doc.origin))
         digest = doc_hash(doc, chunking)
         if existing.get(doc.doc_id) == digest:
             unchanged += 1
+            if not doc.provenance.access_labels or not doc.provenance.citation_uri:  # said on every ingest
+                unchanged_unadmittable.append(doc.source)
             continue
         doc_chunks = chunk_document(doc, chunking, now)
         if not doc_chunks:  # front matter only (a section index page): nothing to search
@@ -203,7 +207,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
                                     *(s for s in resolved_dead_letters
                                       if s not in failed and not _within(paths.get(s, ""), unread))]))
     unlisted = tuple(s for s in named if s.endswith("/"))  # directories that could not be listed: files unseen
-    unmatched = tuple(s for s in (overlay or {}) if check_overlay and s not in named and not s.startswith(unlisted))
+    unmatched = overlay.unmatched(named, unlisted) if overlay is not None and check_overlay else ()
     warnings = tuple(IngestWarning(d.source, reason) for d, _, _ in changed
                      for reason in (*d.warnings, *doubtful_values(d.provenance)))
     on_record = {(d.source, d.reason) for d in known_dead_letters}
@@ -217,8 +221,8 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         replaced_documents=sum(1 for d, _, _ in changed if d.doc_id in existing) + len(emptied) - len(gone),
         unchanged_documents=unchanged, empty_documents=empty, dead_letters=tuple(letters), embedded=computed,
         cached=total - computed, seconds=time.perf_counter() - started,
-        without_labels_or_citation=tuple(d.source for d, _, _ in changed
-                             if not d.provenance.access_labels or not d.provenance.citation_uri),
+        without_labels_or_citation=tuple(sorted({*unchanged_unadmittable, *(
+            d.source for d, _, _ in changed if not d.provenance.access_labels or not d.provenance.citation_uri)})),
         retired_documents=gone, sync_skipped=sync_skipped, resolved_dead_letters=resolved if batch_id else (),
         warnings=warnings, unmatched_overlay_sources=unmatched)
 
@@ -249,11 +253,9 @@ def _refuse_a_moved_root(gone: Sequence[str], loaded: set[str], existing: Mappin
                           "are named by their path under it), or ingest without --sync")
 
 
-def _with_metadata(doc: Document, overlay: Mapping[str, Mapping[str, Any]] | None,
-                   families: FamilyRules) -> Document:
-    provenance = doc.provenance
-    if overlay and doc.source in overlay:
-        provenance = merge(provenance, overlay[doc.source])
+def _with_metadata(doc: Document, overlay: Overlay | None, families: FamilyRules,
+                   defaults: ProvenanceDefaults | None = None) -> Document:
+    provenance = with_overlay(doc.provenance, doc.source, overlay, defaults)
     if provenance.evidence_family is None:
         family = families.family_of(doc.source)
         if family is not None:

@@ -25,6 +25,15 @@ def ingest_cmd(
     label: Annotated[str, typer.Option(help="a label for this batch")] = "",
     sync: Annotated[bool, typer.Option("--sync", help="PATHS are the whole corpus: retire indexed documents "
                                        "no longer in them (deleted files); rollback restores them")] = False,
+    default_labels: Annotated[str | None, typer.Option("--default-labels", metavar="L1,L2", help="access labels "
+                              "for documents with none (default: [ingest] default_labels)")] = None,
+    citation_base: Annotated[str | None, typer.Option("--citation-base", metavar="TEMPLATE", help="citation URI "
+                             "for documents with none, e.g. 'https://docs.example.com/{path}' (fields: {source} "
+                             "{path} {route} {dir} {name} {stem}; default: [ingest] citation_base)")] = None,
+    include: Annotated[list[str] | None, typer.Option("--include", metavar="GLOB", help="read only files whose "
+                       "path under the folder matches (repeatable; '**' spans folders)")] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", metavar="GLOB", help="skip files whose path "
+                       "under the folder matches (repeatable; wins over --include)")] = None,
     config: ConfigOpt = None, index: IndexOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
@@ -35,7 +44,9 @@ def ingest_cmd(
                   highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     with open_engine(config, index, create=True) as engine, progress_bar(sys.stderr.isatty() and not json_out) as bar:
-        report = run(lambda: engine.ingest(paths, metadata=metadata, label=label, progress=bar, sync=sync))
+        report = run(lambda: engine.ingest(paths, metadata=metadata, label=label, progress=bar, sync=sync,
+                                           default_labels=default_labels, citation_base=citation_base,
+                                           include=include or None, exclude=exclude or None))
         gated = _gated(engine)
         live = set(engine.store.document_hashes()) if report.dead_letters else set()
     if json_out:
@@ -82,7 +93,8 @@ def _print_problems(report: IngestReport, gated: bool, live: set[str]) -> None:
     unadmittable = report.without_labels_or_citation
     if unadmittable and gated:
         out.print(f"  [yellow]{len(unadmittable)} document(s) the gate will never admit[/] (no access_labels or "
-                  f"no citation_uri; add them in front matter or a --metadata overlay): "
+                  "no citation_uri; add them in front matter, a --metadata overlay (source_glob entries cover "
+                  f"many), or --default-labels / --citation-base): "
                   f"{escape(_first_five(unadmittable))}",
                   highlight=False)
 
