@@ -13,12 +13,30 @@ into one-line messages and exit codes, in one place.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from evidex import __version__
 from evidex.interfaces import cli_agents, cli_evaluation, cli_index, cli_models, cli_query
+from evidex.interfaces.cli_runtime import HELP_OPTIONS, EvidexGroup
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=EvidexGroup,
+                  context_settings={"help_option_names": HELP_OPTIONS},
                   help="evidex: evidence-aware retrieval for engineering knowledge bases.")
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"evidex {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_print_version,
+                                               help="print the version and exit")] = False) -> None:
+    """evidex: evidence-aware retrieval for engineering knowledge bases."""
+
 
 # `evidex --help` lists commands in the order they are added here, then the groups in theirs.
 app.command("ingest")(cli_index.ingest_cmd)

@@ -4,10 +4,15 @@ they open."""
 
 from __future__ import annotations
 
+import itertools
+import shlex
+import shutil
 import sqlite3
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -15,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.core import TyperGroup, TyperOption
 
 from evidex.config import Config, load_config
 from evidex.engine import Engine
@@ -33,6 +39,52 @@ ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="evidex.t
                                                 envvar="EVIDEX_CONFIG")]
 IndexOpt = Annotated[Path | None, typer.Option("--index", help="index directory (overrides index.path)")]
 AtOpt = Annotated[str | None, typer.Option("--retrieved-at", help="pinned instant, ISO 8601 (default: now)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for programs instead of the table")]
+
+HELP_OPTIONS = ["-h", "--help"]
+_FLAG_VALUES = {"true", "false", "yes", "no", "on", "off"}
+
+
+class EvidexGroup(TyperGroup):
+    """The `evidex` app: boolean options show as flags in every command's help (`--json`, where typer prints
+    `--json <bool>`), and a flag given a value (`--sync true`) is a usage error instead of an argument (a path
+    named "true")."""
+
+    _shown_as_flags = False
+
+    def get_params(self, ctx: Any) -> Any:
+        params = super().get_params(ctx)
+        if not self._shown_as_flags:  # once, over the whole tree: every command's help then reads the same
+            self._shown_as_flags = True
+            for option in _flag_options(self, ctx):
+                option.metavar = ""
+        return params
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            _reject_flag_values(command, ctx, rest)
+        return name, command, rest
+
+
+def _flag_options(command: Any, ctx: Any) -> Iterator[TyperOption]:
+    """Every boolean flag of `command` and the commands under it, their help options included."""
+    for param in [*command.params, command.get_help_option(ctx)]:
+        if isinstance(param, TyperOption) and param.is_flag:
+            yield param
+    for sub in getattr(command, "commands", {}).values():
+        yield from _flag_options(sub, ctx)
+
+
+def _reject_flag_values(command: Any, ctx: Any, args: Sequence[str]) -> None:
+    flags = {name for option in _flag_options(command, ctx) for name in option.opts}
+    for flag, value in itertools.pairwise(args):
+        if flag == "--":
+            return
+        if flag in flags and value.lower() in _FLAG_VALUES:
+            raise typer.BadParameter(f"{flag} is a flag and takes no value: write {flag} to turn it on, leave it out "
+                                     f"to keep it off ({value!r} would have been read as an argument)",
+                                     ctx=ctx, param_hint=flag)
 
 
 def build_config(config: Path | None, index: Path | None) -> Config:
@@ -127,3 +179,23 @@ def parse_retrieved_at(value: str | None) -> datetime | None:
 def plural(n: int, noun: str) -> str:
     """"1 chunk", "2 chunks"."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def invoked_as() -> str:
+    """How to run this evidex again from any folder: `evidex` when that name on PATH is this program, else the
+    program's full path (a virtualenv's, say, that is not activated)."""
+    program = Path(sys.argv[0])
+    if program.name != "evidex" or not program.is_file():
+        return "evidex"
+    on_path = shutil.which("evidex")
+    if on_path is not None and Path(on_path).resolve() == program.resolve():
+        return "evidex"
+    return shlex.quote(str(program.absolute()))
+
+
+def demo_hint(index: Path) -> str:
+    """The demo's closing suggestion, with absolute paths: it works from any folder, inside a checkout or not."""
+    config = Path(str(resources.files("evidex").joinpath("sample", "evidex.toml")))
+    where = shlex.quote(str(index.resolve()))
+    return (f"Try: {invoked_as()} query \"how do I rotate the transit key?\" --index {where} "
+            f"-c {shlex.quote(str(config))} --labels engineering-read")
