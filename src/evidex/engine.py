@@ -25,14 +25,16 @@ from evidex.embedding.protocol import Embedder
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
 from evidex.evidence.plan import EvidencePlan
 from evidex.evidence.terms import chunk_terms
+from evidex.ingest.limits import DocumentLimits
 from evidex.ingest.loaders import LoadFailure, iter_documents, iter_jsonl, load_file, read_jsonl_line
 from evidex.ingest.overlay import IngestRules, ProvenanceDefaults, read_overlay
 from evidex.ingest.run import DUPLICATE, FamilyRules, Progress, ingest
+from evidex.lexical import tokens
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search, shapes_from_config
 from evidex.rerank.fused import context_terms
 from evidex.result import ResultContext, build_result, decision_json
+from evidex.retrieval.corpus import inlink_contexts, read_ahead
 from evidex.retrieval.hybrid import retrieve
-from evidex.retrieval.lexical import tokens
 from evidex.stores.protocol import Store, describe_model_mismatch
 from evidex.stores.sqlite import SqliteStore
 from evidex.types import (
@@ -72,10 +74,9 @@ def settle_heap() -> None:
     """For a process that serves or measures searches, once its engine is warm (`Engine.warm_up`): what is
     alive now (the model, the index snapshot, the caches) moves out of the cyclic collector's reach
     (`gc.freeze`), and young objects are collected every 10,000 allocations instead of 700. A search allocates
-    tens of thousands of short-lived objects; over 160 k8s searches with CPython's defaults the collector ran
-    205 times (0.8 ms a search) and twice rescanned every cached chunk, pausing a search 34-39 ms; settled, it
-    ran 3 times (0.1 ms a search, 7 ms at most). The median search is unchanged. Objects are still freed when
-    their last reference goes; only cycles among the frozen ones wait."""
+    tens of thousands of short-lived objects, and with CPython's defaults the collector would rescan every
+    cached chunk and pause searches (measured by `scripts/bench_gc.py`). Objects are still freed when their
+    last reference goes; only cycles among the frozen ones wait."""
     gc.collect()
     gc.freeze()
     young, middle, old = gc.get_threshold()
@@ -165,7 +166,7 @@ class Engine:
 
     def encode_query(self, text: str) -> npt.NDArray[np.float32]:
         if not self._model_checked:  # a query vector of another model would rank by noise, silently
-            indexed_with = self.store.embedding_model()
+            indexed_with = self.store.ledger.embedding_model()
             if indexed_with is not None and indexed_with != self.embedder.model_id:
                 raise StoreError(describe_model_mismatch(indexed_with, self.embedder.model_id))
             self._model_checked = indexed_with is not None
@@ -193,9 +194,10 @@ class Engine:
             raise IngestError(f"{', '.join(empty)} holds no documents: a sync would retire everything indexed "
                               "from it. Ingest without --sync (or leave the path out) if that is what you want")
         overlay = read_overlay(Path(metadata)) if metadata else None
+        limits = DocumentLimits.from_config(self.config.ingest)
         items: Iterable[Document | LoadFailure] = (item for p in paths
-                                                   for item in iter_documents(Path(p), select=select))
-        settled = _settled_letters(self.store.dead_letters(), paths, sync=sync)
+                                                   for item in iter_documents(Path(p), select=select, limits=limits))
+        settled = _settled_letters(self.store.ledger.dead_letters(), paths, sync=sync)
         return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, settled,
                             record_repeats=False, sync=sync, defaults=rules.defaults)
 
@@ -204,11 +206,11 @@ class Engine:
         """Load every dead letter again; the ones that now load land in a new batch (with the configuration's
         `[ingest]` default labels and citation base)."""
         overlay = read_overlay(Path(metadata)) if metadata else None
-        live = set(self.store.document_hashes())
+        live = set(self.store.ledger.document_hashes())
         items: list[Document | LoadFailure] = []
         now_loading: list[str] = []
         seen: set[tuple[str, str]] = set()
-        for letter in self.store.dead_letters():
+        for letter in self.store.ledger.dead_letters():
             target = _letter_target(letter)
             if target.is_absolute() and not target.exists():  # its file was deleted: nothing is left to retry
                 now_loading.append(letter.source)
@@ -228,12 +230,13 @@ class Engine:
                 progress: Progress | None, resolved: Sequence[str] = (), *, record_repeats: bool = True,
                 sync: bool = False, check_overlay: bool = True,
                 defaults: ProvenanceDefaults | None = None) -> IngestReport:
-        known = self.store.dead_letters()
+        known = self.store.ledger.dead_letters()
         return ingest(self.store, lambda: self.embedder, items, chunking=self.config.chunking,
                       families=FamilyRules.from_config(self.config.families), overlay=overlay,
                       cache=self.embedding_cache, batch_size=self.config.embedding.batch_size, label=label,
                       known_dead_letters=known, resolved_dead_letters=resolved, progress=progress,
-                      record_repeats=record_repeats, sync=sync, check_overlay=check_overlay, defaults=defaults)
+                      record_repeats=record_repeats, sync=sync, check_overlay=check_overlay, defaults=defaults,
+                      limits=DocumentLimits.from_config(self.config.ingest))
 
     # ---- search -------------------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, mode: RetrievalMode = RetrievalMode.HYBRID,
@@ -281,14 +284,14 @@ class Engine:
         where the caller reads why."""
         with contextlib.suppress(EvidexError):
             self.run(SearchRequest(query=WARM_UP_QUERY))
-            if self.store.chunk_count() <= WARM_TERM_SETS_MAX:
+            if self.store.ledger.chunk_count() <= WARM_TERM_SETS_MAX:
                 chunks = self.store.all_chunks()
                 for chunk in chunks:
                     chunk_terms(chunk)
-                for contexts in self.store.inlink_contexts(sorted({c.source for c in chunks})).values():
+                for contexts in inlink_contexts(self.store, sorted({c.source for c in chunks})).values():
                     for context in contexts:
                         context_terms(context)
-                self.store.read_ahead(common_words(chunks))
+                read_ahead(self.store, common_words(chunks))
 
     def default_principal(self) -> Principal:
         g = self.config.gate
@@ -324,10 +327,7 @@ class Engine:
         visibility = policy.policy.visibility if policy else RejectionVisibility.REASONS_EXCEPT_ACCESS
         ctx = ResultContext(snapshot_id=outcome.snapshot_id or self.store.snapshot_id(), config_hash=self.config.hash(),
                             embedding_model=self.embedder.fingerprint, chunk_size=self.config.chunking.max_chars,
-                            visibility=visibility, requery_threshold=self.config.evidence.requery_threshold,
-                            min_question_word_share=self.config.evidence.min_question_word_share,
-                            min_proceed_confidence=self.config.evidence.min_proceed_confidence,
-                            default_owner=self.config.gate.default_owner or None)
+                            visibility=visibility)
         return build_result(outcome, ctx, verified)
 
     def verify(self, record_id: str, *, claim: str, by: str, at: datetime | None = None) -> Verification:
@@ -350,13 +350,13 @@ class Engine:
         return found[0] if found else None
 
     def dead_letters(self) -> list[DeadLetter]:
-        return self.store.dead_letters()
+        return self.store.ledger.dead_letters()
 
     def batches(self) -> list[BatchInfo]:
-        return self.store.batches()
+        return self.store.ledger.batches()
 
     def stats(self) -> dict[str, Any]:
-        return {**self.store.stats(), "embedding_model": self.store.embedding_model(),
+        return {**self.store.ledger.stats(), "embedding_model": self.store.ledger.embedding_model(),
                 "config_hash": self.config.hash()}
 
     def close(self) -> None:

@@ -9,18 +9,14 @@ or excerpt; access rejections only as a count unless the gate's visibility polic
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from evidex.admission.gate import RejectionVisibility
 from evidex.admission.verification import EvidenceStatus, Verification, status_of
-from evidex.config import EvidenceConfig
 from evidex.evidence.assemble import group_by_source
-from evidex.ingest.provenance import format_time
-from evidex.pipeline import SearchOutcome
-from evidex.signals.compute import bounded_confidence, coverage, features, nesting, recommend, source_diversity
-from evidex.types import Candidate
+from evidex.outcome import Action, SearchOutcome
+from evidex.timestamps import format_time
+from evidex.types import Candidate, RejectionVisibility
 
 RESULT_VERSION = 1
 
@@ -34,10 +30,6 @@ class ResultContext:
     embedding_model: str
     chunk_size: int
     visibility: RejectionVisibility
-    requery_threshold: float = EvidenceConfig.requery_threshold  # the config's defaults, stated once
-    min_question_word_share: float = EvidenceConfig.min_question_word_share
-    min_proceed_confidence: float = EvidenceConfig.min_proceed_confidence
-    default_owner: str | None = None
 
 
 def _round(value: float | None) -> float | None:
@@ -84,82 +76,83 @@ def _chunk(c: Candidate, outcome: SearchOutcome, verifications: dict[str, list[V
 
 def build_result(outcome: SearchOutcome, ctx: ResultContext,
                  verifications: dict[str, list[Verification]] | None = None) -> dict[str, Any]:
-    started = time.perf_counter()
+    """The JSON-ready result of an outcome the signals stage has run on."""
+    if outcome.signals is None:
+        raise ValueError("build_result needs an outcome with signals (run_search computes them)")
     verifications = verifications or {}
-    req = outcome.request
-    evidence = []
-    for group in group_by_source(outcome.context):
-        first = group[0].chunk
-        evidence.append({"source": first.source, "title": first.title, "citation_uri": first.provenance.citation_uri,
-                         "chunks": [_chunk(c, outcome, verifications) for c in group]})
-    nest = nesting(outcome)  # both the coverage and the confidence features read it
-    cov = coverage(outcome, nest)
-    feats = features(outcome, nest)
-    confidence = round(bounded_confidence(outcome, feats), 4)
-    rec = recommend(outcome, cov, threshold=ctx.requery_threshold, min_question_word_share=ctx.min_question_word_share,
-                    confidence=confidence, min_proceed_confidence=ctx.min_proceed_confidence,
-                    default_owner=ctx.default_owner)
-    gate = outcome.gate
-    rejected = gate.to_dict(ctx.visibility) if gate is not None else None
-    if rejected is not None:
-        rejected.pop("admitted", None)
-        # Visible (non-access) rejections may say where the record came from and what replaced it: that is
-        # provenance, not restricted text, and it tells the reader where the current version lives (unless
-        # the requester may read none of the successor: then its name alone would reveal it).
-        chunks = {c.chunk.record_id: c.chunk for c in outcome.ranked_all}
-        visible: list[dict[str, Any]] = rejected["rejected"]  # type: ignore[assignment]
-        for item in visible:
-            ch = chunks.get(item["record_id"])
-            if ch is not None and item["reason"] != "access-label-not-granted":
-                item["source"] = ch.source
-                successor = ch.provenance.superseded_by
-                item["superseded_by"] = None if successor in outcome.hidden_successors else successor
-    stages = outcome.trace.to_dict(timing=False)
-    signals_ms = (time.perf_counter() - started) * 1000
+    req, signals, gate = outcome.request, outcome.signals, outcome.gate
+    rec = signals.recommendation
+    evidence = [{"source": group[0].chunk.source, "title": group[0].chunk.title,
+                 "citation_uri": group[0].chunk.provenance.citation_uri,
+                 "chunks": [_chunk(c, outcome, verifications) for c in group]}
+                for group in group_by_source(outcome.context)]
     return {
         "version": RESULT_VERSION,
-        "request": {
-            "query": req.query, "k": req.k, "aspect_focus": req.aspect_focus,
-            "principal": ({"name": req.principal.name, "labels": list(req.principal.labels)}
-                          if req.principal else None),
-            "retrieved_at": format_time(outcome.retrieved_at),
-            "plan": req.plan.to_dict() if req.plan is not None else None,  # as given: replay re-applies focus
-            "mode": req.mode.value,
-        },
+        "request": _request(outcome),
         "index": {"snapshot_id": ctx.snapshot_id, "config_hash": ctx.config_hash},
         "plan": outcome.plan.to_dict(),
         "decision": {
             "recommendation": rec.to_dict(),
-            "stop_condition": rec.reason if rec.action == "stop" else None,
+            "stop_condition": rec.reason if rec.action is Action.STOP else None,
             "grade": outcome.graded.overall.value if outcome.graded else None,
         },
-        "families": [{"name": f.name, "status": f.status, "record_ids": list(f.record_ids),
+        "families": [{"name": f.name, "status": f.status.value, "record_ids": list(f.record_ids),
                       "reasons": list(f.reasons)} for f in outcome.families],
         "evidence": evidence,
         "expanded": [list(pair) for pair in outcome.expanded],
-        "rejected": rejected,
-        "signals": {
-            "confidence": confidence,
-            "features": {k: round(v, 4) for k, v in sorted(feats.items())},
-            "source_diversity": source_diversity(outcome),
-            "coverage": cov,
-        },
+        "rejected": _rejected(outcome, ctx.visibility),
+        "signals": {"confidence": signals.confidence, "features": signals.features,
+                    "source_diversity": signals.source_diversity, "coverage": signals.coverage},
         "retrieval_metadata": {
             "embedding_model": ctx.embedding_model, "chunk_size": ctx.chunk_size, "top_k": req.k,
             "mode": req.mode.value, "reranker": outcome.reranker, "index_snapshot": ctx.snapshot_id,
             "config_hash": ctx.config_hash, "gate": "on" if gate is not None else "off",
         },
-        "trace": stages,
-        "cost": {
-            "latency_ms": {**{s.name: round(s.ms, 3) for s in outcome.trace.stages},
-                           "signals": round(signals_ms, 3),
-                           "total": round(outcome.trace.total_ms() + signals_ms, 3)},
-            # Tokens fed to a model that reads candidate text (a configured cross-encoder); no generative model
-            # is called, and the query's own embedding is not counted.
-            "model_tokens": int(outcome.reranker.get("tokens", 0)),
-            # Each bounded search a stage ran (rescue, name look-ups, bridges), with its time.
-            "searches_ms": [x for s in outcome.trace.stages for x in s.searches_ms()],
-        },
+        "trace": outcome.trace.to_dict(timing=False),
+        "cost": _cost(outcome),
+    }
+
+
+def _request(outcome: SearchOutcome) -> dict[str, Any]:
+    req = outcome.request
+    return {
+        "query": req.query, "k": req.k, "aspect_focus": req.aspect_focus,
+        "principal": {"name": req.principal.name, "labels": list(req.principal.labels)} if req.principal else None,
+        "retrieved_at": format_time(outcome.retrieved_at),
+        "plan": req.plan.to_dict() if req.plan is not None else None,  # as given: replay re-applies focus
+        "mode": req.mode.value,
+    }
+
+
+def _rejected(outcome: SearchOutcome, visibility: RejectionVisibility) -> dict[str, Any] | None:
+    """The gate's rejections as the visibility policy allows. Visible (non-access) rejections may say where the
+    record came from and what replaced it: that is provenance, not restricted text, and it tells the reader
+    where the current version lives (unless the requester may read none of the successor: then its name alone
+    would reveal it)."""
+    if outcome.gate is None:
+        return None
+    rejected = outcome.gate.to_dict(visibility)
+    rejected.pop("admitted", None)
+    chunks = {c.chunk.record_id: c.chunk for c in outcome.ranked_all}
+    visible: list[dict[str, Any]] = rejected["rejected"]  # type: ignore[assignment]
+    for item in visible:
+        ch = chunks.get(item["record_id"])
+        if ch is not None and item["reason"] != "access-label-not-granted":
+            item["source"] = ch.source
+            successor = ch.provenance.superseded_by
+            item["superseded_by"] = None if successor in outcome.hidden_successors else successor
+    return rejected
+
+
+def _cost(outcome: SearchOutcome) -> dict[str, Any]:
+    stages = outcome.trace.stages
+    return {
+        "latency_ms": {**{s.name: round(s.ms, 3) for s in stages}, "total": round(outcome.trace.total_ms(), 3)},
+        # Tokens fed to a model that reads candidate text (a configured cross-encoder); no generative model
+        # is called, and the query's own embedding is not counted.
+        "model_tokens": int(outcome.reranker.get("tokens", 0)),
+        # Each bounded search a stage ran (rescue, name look-ups, bridges), with its time.
+        "searches_ms": [x for s in stages for x in s.searches_ms()],
     }
 
 

@@ -45,7 +45,8 @@ from evidex.pipeline import SearchRequest
 from evidex.result import decision_json
 from evidex.signals.compute import NOTHING_PLANNED
 
-STAGES = ["plan", "retrieve", "rerank", "rescue", "admit", "reserve", "grade", "assemble"]
+STAGES = ["plan", "retrieve", "rerank", "rescue", "bridge", "cite", "rescore", "admit", "reserve", "grade", "assemble",
+          "signals"]
 HANDBOOK_URI = "https://handbook.northwind.example/"
 
 

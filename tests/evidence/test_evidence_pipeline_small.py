@@ -56,7 +56,8 @@ def _stages(outcome: SearchOutcome) -> list[str]:
 
 def test_all_stages_run_in_order(search: Search) -> None:
     outcome = search(plan=RBAC_PLAN)
-    assert _stages(outcome) == ["plan", "retrieve", "rerank", "rescue", "admit", "reserve", "grade", "assemble"]
+    assert _stages(outcome) == ["plan", "retrieve", "rerank", "rescue", "bridge", "cite", "rescore", "admit",
+                                "reserve", "grade", "assemble", "signals"]
     assert ids(outcome.context)[0] == "strong"
     assert "grant" in ids(outcome.context)  # rescued for its family
     assert "hidden" not in ids(outcome.context)
@@ -65,7 +66,7 @@ def test_all_stages_run_in_order(search: Search) -> None:
 
 def test_stage_switches_leave_stages_out(search: Search) -> None:
     outcome = search(plan=RBAC_PLAN, switches=StageSwitches.only("rerank"))
-    assert _stages(outcome) == ["plan", "retrieve", "rerank", "admit", "reserve", "assemble"]
+    assert _stages(outcome) == ["plan", "retrieve", "rerank", "admit", "reserve", "assemble", "signals"]
     assert "grant" not in ids(outcome.ranked_all)  # no rescue: the family's page is never found
     assert [(f.name, f.status) for f in outcome.families] == [("rbac", "missing")]
 

@@ -381,7 +381,7 @@ def test_a_nested_question_keeps_the_page_its_evidence_points_to(tmp_path: Path)
                                 retrieved_at=datetime(2026, 1, 1, tzinfo=UTC), mode=RetrievalMode.BM25)
         outcome = run_search(parts, request)
         assert outcome.plan.chained
-        bridges = next(s for s in outcome.trace.stages if s.name == "rescue").decisions["bridges"]
+        bridges = next(s for s in outcome.trace.stages if s.name == "bridge").decisions["bridges"]
         assert {"entity": "Limpopo River + Zimbabwe", "from": "bubye", "hits": 3, "linked": ["falls"],
                 "named": [], "with_question": True} in bridges
         assert "falls" in ids(outcome.context)
@@ -472,7 +472,7 @@ def test_the_hop_reserved_is_the_page_named_by_the_followed_name(tmp_path: Path)
         outcome = run_search(parts, SearchRequest(CHAINED, k=3, mode=RetrievalMode.BM25))
     finally:
         store.close()
-    linked = {r for s in next(s for s in outcome.trace.stages if s.name == "rescue").decisions["bridges"]
+    linked = {r for s in next(s for s in outcome.trace.stages if s.name == "bridge").decisions["bridges"]
               for r in s["linked"]}
     assert {"temple", "filmography"} <= linked
     by_id = {c.chunk.record_id: c.score for c in outcome.ranked_all}

@@ -92,8 +92,8 @@ def test_the_pipeline_drops_the_frame_and_says_so(stores: dict[str, SqliteStore]
     assert store.word_counts(FRAME) == (41, {"set": 20, "up": 20})
     outcome = _search(store)
     assert FRAME not in outcome.plan.aspects
-    retrieve = next(s for s in outcome.trace.stages if s.name == "retrieve")
-    assert retrieve.decisions["frames"] == [FRAME]
+    planned = next(s for s in outcome.trace.stages if s.name == "plan")
+    assert planned.decisions["frames"] == [FRAME]
     assert FRAME in _search(store, SMALL_INDEX.replace(evidence={"frame_word_share": 1.0})).plan.aspects
     assert FRAME in _search(store, Config()).plan.aspects  # the default minimum: 1,000 records
 
@@ -106,4 +106,4 @@ def test_restricted_pages_holding_the_words_decide_nothing(stores: dict[str, Sql
     assert store.word_counts(FRAME, ("public",)) == (21, {"set": 0, "up": 0})
     outcome = _search(store, Config().replace(evidence={"frame_min_records": 21}))  # the reader's 21 count
     assert FRAME in outcome.plan.aspects
-    assert next(s for s in outcome.trace.stages if s.name == "retrieve").decisions["frames"] == []
+    assert next(s for s in outcome.trace.stages if s.name == "plan").decisions["frames"] == []

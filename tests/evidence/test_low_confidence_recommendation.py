@@ -11,8 +11,9 @@ from evidence_support import constant_encoder, counting_store, make_chunk
 
 from evidex.config import Config, EvidenceConfig
 from evidex.errors import ConfigError
+from evidex.outcome import Recommendation
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search
-from evidex.signals.compute import Recommendation, coverage, recommend
+from evidex.signals.compute import coverage, recommend
 from evidex.types import RetrievalMode
 
 CORPUS = [

@@ -161,7 +161,7 @@ def without_frames(plan: EvidencePlan, word_counts: Callable[[str], tuple[int, d
     an index of at least `min_records` such records: a small knowledge base is about one subject, whose words
     are as common there as a question's frame (a 215-chunk handbook had "rotate the signing keys" as common as
     "set that up"). A name, an identifier, the aspect `keep` (a focus) and an aspect of words the store cannot
-    tell of stay, and so does the last aspect. On the k8s sets such an aspect had reserved a page that holds
+    tell of stay, and so does the last aspect: a frame aspect would otherwise reserve a page that merely holds
     its common words in place of a family's page. Returns the plan and the aspects dropped."""
     if plan.source is not PlanSource.AUTO or max_share >= 1:
         return plan, ()

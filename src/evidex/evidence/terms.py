@@ -16,19 +16,17 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from evidex.retrieval.lexical import STOPWORDS
+from evidex.lexical import STOPWORDS
 from evidex.types import Candidate, Chunk
 
 
 @lru_cache(maxsize=65536)
 def stem(token: str) -> str:
-    """A light English stemmer (plural and verb endings). Measured against Snowball on the dev sets: Snowball
-    conflates more and lowered k8s family recall (0.914 -> 0.885), so the light one stays.
+    """A light English stemmer: plural and verb endings only, so that related words meet without the
+    over-conflation of a full stemmer (Snowball joins words an aspect must keep apart). English only.
 
     Known defect: a final "e" is kept, so "namespace" / "namespaces" ("namespac") and "node" / "nodes" do not
-    meet. A variant that drops it (and joins adverbs to adjectives, "stopped" to "stop") lowered k8s family
-    recall 0.945 -> 0.927 by turning two reserve tie-breaks. Dropping only the final "e" (re-measured on
-    2026-11-30): k8s unchanged, the blind k8s set 0.875 -> 0.865, SciFact nDCG 0.7329 -> 0.7335; not taken."""
+    meet (the variants tried are in docs/lab/evaluation.md)."""
     if token.endswith("ss") and not token.endswith("sses"):  # "class", "access": no plural to take off
         return token
     for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
@@ -156,6 +154,27 @@ def pool_rarity(wanted: Iterable[str], candidates: Sequence[Candidate]) -> dict[
 
 _COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")  # "long-running": words, not an identifier
 _ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]?", re.I)  # "e.g", "i.e."
+
+
+# A flag starts a word ("--dry-run"); a hyphenated compound ("AMP-activated") is one token, not a flag
+# "-activated"; a camelCase or PascalCase name is matched whole ("PodSecurity", "clpC"), never from inside a word.
+# Every identifier starts a word: tried at every position inside one, the scans made a long word quadratic
+# (a 20,000-letter query took 8 s).
+_IDENTIFIER = re.compile(r"`([^`]+)`|((?<![\w-])--?[a-zA-Z][\w-]+|(?<!\w)(?:\w+(?:-\w+)+|[A-Za-z]?[a-z]+[A-Z]\w*|"
+                         r"[A-Z][A-Z0-9]*_[A-Z0-9_]+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\w+\.\w+(?:\.\w+)*|\w*\d\w*[A-Za-z]\w*))")
+
+
+@lru_cache(maxsize=1024)  # the reranker and the signals both ask, for every query
+def exact_tokens(query: str) -> tuple[str, ...]:
+    """Identifiers, flags, error strings and quoted code of a question that should appear verbatim in evidence
+    (the reranker's exact-token bonus, the words a question holds). Wider than `is_identifier`: a hyphenated
+    word or a word with digits counts here, since evidence holding it whole is a better match."""
+    found = []
+    for m in _IDENTIFIER.finditer(query):
+        token = (m.group(1) or m.group(2)).strip()
+        if len(token) >= 3:
+            found.append(token)
+    return tuple(dict.fromkeys(found))
 
 
 def is_identifier(token: str) -> bool:

@@ -16,13 +16,13 @@ from functools import lru_cache
 from evidex.evidence.terms import (
     chunk_terms,
     content_words,
+    exact_tokens,
     holds_verbatim,
     is_abbreviation,
     is_identifier,
     pool_rarity,
     rarity,
 )
-from evidex.rerank.fused import exact_tokens
 from evidex.types import Candidate, Chunk
 
 _URL_SCHEME = re.compile(r"\b[a-z][a-z0-9+.-]*://", re.I)

@@ -12,7 +12,6 @@ costs ~2 s per query on 2 cores) its weight is dropped and the rest renormalised
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -20,7 +19,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from evidex.config import EvidenceConfig
-from evidex.evidence.terms import chunk_terms, terms
+from evidex.evidence.terms import chunk_terms, exact_tokens, terms
 from evidex.retrieval.fusion import min_max
 from evidex.types import Candidate
 
@@ -78,25 +77,6 @@ class RerankWeights:
         return cls(cross_encoder=ev.w_cross_encoder, retrieval=ev.w_retrieval, lexical=ev.w_lexical,
                    title=ev.w_title, linked=ev.w_linked, inlink=ev.w_inlink, exact_token_bonus=ev.exact_token_bonus,
                    cross_encoder_top_n=ev.cross_encoder_top_n, cited_bonus=ev.cited_bonus)
-
-
-# A flag starts a word ("--dry-run"); a hyphenated compound ("AMP-activated") is one token, not a flag
-# "-activated"; a camelCase or PascalCase name is matched whole ("PodSecurity", "clpC"), never from inside a word.
-# Every identifier starts a word: tried at every position inside one, the scans made a long word quadratic
-# (a 20,000-letter query took 8 s).
-_IDENTIFIER = re.compile(r"`([^`]+)`|((?<![\w-])--?[a-zA-Z][\w-]+|(?<!\w)(?:\w+(?:-\w+)+|[A-Za-z]?[a-z]+[A-Z]\w*|"
-                         r"[A-Z][A-Z0-9]*_[A-Z0-9_]+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\w+\.\w+(?:\.\w+)*|\w*\d\w*[A-Za-z]\w*))")
-
-
-@lru_cache(maxsize=1024)  # the reranker and the signals both ask, for every query
-def exact_tokens(query: str) -> tuple[str, ...]:
-    """Identifiers, flags, error strings and quoted code that should appear verbatim in evidence."""
-    found = []
-    for m in _IDENTIFIER.finditer(query):
-        token = (m.group(1) or m.group(2)).strip()
-        if len(token) >= 3:
-            found.append(token)
-    return tuple(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)

@@ -16,24 +16,13 @@ from urllib.parse import urlparse
 from evidex.evidence.aspects import described_entities, described_phrases
 from evidex.evidence.bridge import bare_title, titled
 from evidex.evidence.grade import Grade
-from evidex.evidence.plan import RequiredFamily
+from evidex.evidence.plan import PlanSource, RequiredFamily
 from evidex.evidence.terms import chunk_terms, terms
 from evidex.evidence.words import WordsHeld, words_held
-from evidex.pipeline import SearchOutcome
+from evidex.outcome import Action, FamilyState, Recommendation, SearchOutcome
 from evidex.types import Candidate
 
 STOP_CONDITION = "stop-no-fresh-authorized-citable-source"
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    action: str  # proceed | re-query | stop
-    reason: str
-    focus: tuple[str, ...] = ()  # aspects to re-query with (re-query)
-    owner: str | None = None  # who can take the next step (stop)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "reason": self.reason, "focus": list(self.focus), "owner": self.owner}
 
 
 @lru_cache(maxsize=1)
@@ -50,7 +39,7 @@ def features(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, f
     ctx = outcome.context
     scores = sorted((c.score for c in ctx), reverse=True)
     families = outcome.families
-    covered = sum(1 for f in families if f.status == "covered")
+    covered = sum(1 for f in families if f.status is FamilyState.COVERED)
     coverage = covered / len(families) if families else 1.0
     top = scores[0] if scores else 0.0
     lexical = [dict(c.scores).get("lexical", 0.0) for c in ctx]
@@ -178,13 +167,13 @@ def evidence_chain(outcome: SearchOutcome) -> int:
 def bounded_confidence(outcome: SearchOutcome, feats: dict[str, float]) -> float:
     """The fitted confidence, bounded by what is known to be missing. A family declared by its members (a
     question shape's, the caller's) is a requirement, not a guess: while a share of them has no admitted
-    evidence (missing, or found but rejected), the result's quality is at most the share covered. A stop over
-    restricted evidence had read 0.65-0.70 sure. An aspect the agent focused on is not declared."""
+    evidence (missing, or found but rejected), the result's quality is at most the share covered, so a stop over
+    restricted evidence never reads as sure. An aspect the agent focused on is not declared."""
     value = confidence(feats)
     declared = {f.name for f in outcome.plan.families if f.is_store_filterable}  # not an agent's focus
     statuses = [f.status for f in outcome.families if f.name in declared]
     if statuses:
-        value = min(value, statuses.count("covered") / len(statuses))
+        value = min(value, statuses.count(FamilyState.COVERED) / len(statuses))
     return value
 
 
@@ -241,16 +230,15 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, A
         # relative clause only describes; no hop.
         (missing if nest.hops_unfollowed else covered).append(HOP_ASPECT)
     # An identifier the question quotes that no readable record holds is no obligation (it took no slot of the
-    # plan), but the evidence still says nothing of it: it counts against the ratio like a missing aspect. Left
-    # out, it had let answers about a claim's own subject proceed ("aPKCz causes ...", of a corpus that never
-    # names aPKCz: SciFact coverage precision 0.865 -> 0.854).
+    # plan), but the evidence still says nothing of it: it counts against the ratio like a missing aspect, so an
+    # answer about a subject the corpus never names does not proceed.
     not_in_index = list(outcome.plan.unheld)
     total = len(covered) + len(missing) + len(not_in_index)
-    by_status: dict[str, list[str]] = {"covered": [], "missing": [], "found-but-rejected": []}
+    by_status: dict[FamilyState, list[str]] = {state: [] for state in FamilyState}
     for f in outcome.families:
         by_status[f.status].append(f.name)
     aspect_ratio = len(covered) / total if total else 1.0
-    family_ratio = len(by_status["covered"]) / len(outcome.families) if outcome.families else 1.0
+    family_ratio = len(by_status[FamilyState.COVERED]) / len(outcome.families) if outcome.families else 1.0
     return {
         "aspects_covered": covered,
         "aspects_missing": missing,
@@ -259,9 +247,9 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, A
         "aspects_not_in_index": not_in_index,
         # The lesser of the two: a family found but rejected is not covered, whatever the aspects say.
         "ratio": round(min(aspect_ratio, family_ratio), 4),
-        "families_covered": by_status["covered"],
-        "families_missing": by_status["missing"],
-        "families_found_but_rejected": by_status["found-but-rejected"],
+        "families_covered": by_status[FamilyState.COVERED],
+        "families_missing": by_status[FamilyState.MISSING],
+        "families_found_but_rejected": by_status[FamilyState.FOUND_BUT_REJECTED],
     }
 
 
@@ -317,30 +305,29 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
               confidence: float, min_proceed_confidence: float, default_owner: str | None) -> Recommendation:
     blocked = tuple(cov["families_found_but_rejected"])
     if is_stop(outcome):
-        return Recommendation("stop", STOP_CONDITION, owner=next_step_owner(outcome, default_owner, blocked))
-    if blocked and outcome.plan.source.value in ("caller", "shape"):
+        return Recommendation(Action.STOP, STOP_CONDITION, owner=next_step_owner(outcome, default_owner, blocked))
+    if blocked and outcome.plan.source in (PlanSource.CALLER, PlanSource.SHAPE):
         # Required evidence exists but this requester may not use it (restricted, expired, uncitable): a
         # re-query cannot fix that; a person can. Checked before the question's own words: a declared family
         # is required whatever else the question says (it had come back "may be off-topic").
-        return Recommendation("stop", STOP_CONDITION, focus=blocked,
+        return Recommendation(Action.STOP, STOP_CONDITION, focus=blocked,
                               owner=next_step_owner(outcome, default_owner, blocked))
     focus = outcome.request.aspect_focus
     query = f"{outcome.request.query} {focus}" if focus else outcome.request.query  # as the reranker read it
     # The question's words no evidence holds, as one focus (not for a caller's plan; not the plan's `unheld`
     # identifiers, which no record holds at all).
     absent_words: tuple[str, ...] = ()
-    if outcome.plan.source.value != "caller":
+    if outcome.plan.source is not PlanSource.CALLER:
         words = words_held(query, outcome.context, outcome.ranked)  # admitted candidates only
         if not words.asked:
             # Only stopwords or punctuation: whatever came back matched nothing the question says.
-            return Recommendation("re-query", NO_SEARCHABLE_WORDS)
+            return Recommendation(Action.REQUERY, NO_SEARCHABLE_WORDS)
         if outcome.context and words.weighted_share < min_question_word_share:
             # Most of what the question says, weighed by rarity, is in no evidence ("how do I file an expense
             # report for travel?" against an engineering handbook; or its rarest words, "HSM master key ceremony
-            # custodians"): the dense neighbours of an off-topic question are not an answer to it. On the
-            # development sets' own indexes this holds for 1-3% of the questions; asked of another domain's
-            # index (k8s against the Wikipedia and SciFact sets, and theirs against k8s), for 82-93%.
-            return Recommendation("re-query", describe_off_topic(words), focus=(" ".join(words.missing),))
+            # custodians"): the dense neighbours of an off-topic question are not an answer to it
+            # (`scripts/eval_offtopic.py` measures how often this fires on and off a corpus's own domain).
+            return Recommendation(Action.REQUERY, describe_off_topic(words), focus=(" ".join(words.missing),))
         absent_words = (" ".join(words.missing),) if words.missing else ()
     ratio = cov["ratio"]
     if ratio < threshold:
@@ -351,18 +338,18 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
                        else ()))
         if not aspects and cov["aspects_not_in_index"]:
             # Only what the index holds no record of is missing: searching for it again cannot find it.
-            return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}: the index holds no "
+            return Recommendation(Action.REQUERY, f"coverage {ratio:.2f} is below {threshold:.2f}: the index holds no "
                                   f"record of {', '.join(cov['aspects_not_in_index'])}; rephrase or ask elsewhere")
-        return Recommendation("re-query", f"coverage {ratio:.2f} is below {threshold:.2f}", focus=aspects)
+        return Recommendation(Action.REQUERY, f"coverage {ratio:.2f} is below {threshold:.2f}", focus=aspects)
     if confidence < min_proceed_confidence and absent_words:
         # Some of the question's words are in no evidence (too few, by weight, for the check above), and the
         # fitted model expects little of the answer: a near miss, such as "kubelet eviction thresholds" asked of
         # a handbook that mentions a kubelet and thresholds but never eviction. Both are needed: on a corpus of
         # a few pages the confidence is low even for an answer that holds every word of the question.
-        return Recommendation("re-query", f"confidence {confidence:.2f} is below {min_proceed_confidence:.2f} and "
+        return Recommendation(Action.REQUERY, f"confidence {confidence:.2f} is below {min_proceed_confidence:.2f} and "
                               f"the evidence lacks {absent_words[0]}: it may not answer the question",
                               focus=absent_words)
     if not planned(cov, outcome.families):
         # Nothing was planned to check; the terminal shows "coverage n/a" beside it, not a vacuous 1.00.
-        return Recommendation("proceed", NOTHING_PLANNED)
-    return Recommendation("proceed", f"coverage {ratio:.2f}")
+        return Recommendation(Action.PROCEED, NOTHING_PLANNED)
+    return Recommendation(Action.PROCEED, f"coverage {ratio:.2f}")

@@ -1,0 +1,74 @@
+"""The request context every stage reads: the request, its pinned instant, who may read what, the trace,
+and what the request computes once and shares (query vectors, the cross-encoder's per-request counts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC
+
+import numpy as np
+import numpy.typing as npt
+
+from evidex.config import Config, EvidenceConfig
+from evidex.evidence.grade import GradeThresholds
+from evidex.outcome import SearchRequest
+from evidex.pipeline.access import Access
+from evidex.pipeline.parts import PipelineParts
+from evidex.rerank.fused import RequestCrossEncoder, RerankWeights
+from evidex.retrieval.fusion import fuse
+from evidex.retrieval.hybrid import candidates as to_candidates
+from evidex.stores.protocol import Store
+from evidex.trace import Trace, pinned_now
+from evidex.types import Candidate, FusionMode, RetrievalMode, ScoredId
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    parts: PipelineParts
+    request: SearchRequest
+    access: Access
+    trace: Trace
+    cross_encoder: RequestCrossEncoder | None
+    _vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def start(cls, parts: PipelineParts, request: SearchRequest) -> RequestContext:
+        retrieved_at = request.retrieved_at or pinned_now()
+        if retrieved_at.utcoffset() is None:
+            retrieved_at = retrieved_at.replace(tzinfo=UTC)
+        cross = RequestCrossEncoder(parts.cross_encoder) if parts.cross_encoder is not None else None
+        return cls(parts, request, Access.of(parts.gate, request.principal, retrieved_at), Trace(), cross)
+
+    @property
+    def store(self) -> Store:
+        return self.parts.store
+
+    @property
+    def config(self) -> Config:
+        return self.parts.config
+
+    @property
+    def evidence(self) -> EvidenceConfig:
+        return self.parts.config.evidence
+
+    @property
+    def k(self) -> int:
+        return self.request.k
+
+    @property
+    def weights(self) -> RerankWeights:
+        return RerankWeights.from_config(self.evidence)
+
+    @property
+    def thresholds(self) -> GradeThresholds:
+        return GradeThresholds(self.evidence.grade_correct, self.evidence.grade_incorrect)
+
+    def encode(self, text: str) -> npt.NDArray[np.float32]:
+        """The query encoder, once per text in this request (a shape's examples and retrieval share it)."""
+        if text not in self._vectors:
+            self._vectors[text] = self.parts.encode(text)
+        return self._vectors[text]
+
+    def sparse_candidates(self, hits: list[ScoredId]) -> list[Candidate]:
+        """The candidates of one sparse search's hits (rescue, name look-ups, bridges)."""
+        return to_candidates(self.store, fuse([hits], [1.0], FusionMode.WEIGHTED), RetrievalMode.BM25)
