@@ -326,6 +326,8 @@ def test_jsonl_with_doc_id_and_beir_id(make_engine: EngineFactory, write_corpus:
 
 
 def test_html_with_headings(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
+    """A page that gives its headings no ids is cited at its top ("#top" resolves on every page): the slugs cited
+    before (#ingress-guide, #tls-termination) are ids this page does not have."""
     html = """
         <html><head><title>Ingress guide</title><style>.hidden { color: red }</style></head>
         <body><nav>menu navword</nav>
@@ -339,9 +341,9 @@ def test_html_with_headings(make_engine: EngineFactory, write_corpus: CorpusWrit
     engine.ingest([write_corpus({"site/ingress.html": html})])
     chunks = chunks_of(engine)
     assert [(c.source, c.title, c.citation_anchor, c.heading) for c in chunks] == [
-        ("site/ingress.html", "Ingress guide", "ingress-guide", "Ingress guide"),
-        ("site/ingress.html", "Ingress guide", "tls-termination", "TLS termination"),
-        ("site/ingress.html", "Ingress guide", "path-rules", "Path rules"),
+        ("site/ingress.html", "Ingress guide", "top", "Ingress guide"),
+        ("site/ingress.html", "Ingress guide", "top", "TLS termination"),
+        ("site/ingress.html", "Ingress guide", "top", "Path rules"),
     ]
     assert "Terminate TLS at the edge & forward." in chunks[1].text
     assert bm25(engine, "navword") == [] and bm25(engine, "scriptword") == [] and bm25(engine, "hidden") == []
@@ -349,7 +351,8 @@ def test_html_with_headings(make_engine: EngineFactory, write_corpus: CorpusWrit
 
 def test_html_headings_cite_the_ids_the_page_gives_them(make_engine: EngineFactory, write_corpus: CorpusWriter) -> None:
     """A rendered page's own ids are its exact anchors: `<h2 id="custom-id">` had been cited by a slug of its
-    title (#restore-steps), which the page does not have. A heading without an id keeps the slug."""
+    title (#restore-steps), which the page does not have. A heading without an id cites the nearest id above it
+    (#verify), since a slug of its title (#clean-up) is no id the page has."""
     html = """
         <html><head><title>Restore runbook</title></head><body>
         <h2 id="custom-id">Restore steps</h2><p>Stop the writers, then restore the snapshot.</p>
@@ -362,7 +365,7 @@ def test_html_headings_cite_the_ids_the_page_gives_them(make_engine: EngineFacto
     engine.ingest([write_corpus({"site/restore.html": html})])
     chunks = chunks_of(engine)
     assert [(c.citation_anchor, c.heading) for c in chunks] == [
-        ("custom-id", "Restore steps"), ("verify", "Verify it"), ("clean-up", "Clean up"), ("Überblick", "Überblick")]
+        ("custom-id", "Restore steps"), ("verify", "Verify it"), ("verify", "Clean up"), ("Überblick", "Überblick")]
     assert "{#" not in " ".join(c.heading + c.text for c in chunks)
     assert chunks[0].text.startswith("## Restore steps\n")  # the heading line stays, without its id marker
 
