@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -24,10 +23,16 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evidex.embedding.onnx_graph import build_from_packaged_graph, has_packaged_graph
+from evidex.embedding.weights import file_sha256, read_json
+from evidex.embedding.weights import model_id_of as model_id_of  # re-exported: a model's identity
+from evidex.embedding.weights import pooling_of as pooling_of
+from evidex.embedding.weights import weights_files as weights_files
+from evidex.embedding.weights import weights_sha256 as weights_sha256
 from evidex.errors import BackendUnavailable, EmbeddingError
 
 EXPORT_FORMAT = "evidex-onnx-int8"
@@ -41,65 +46,6 @@ MANIFEST_FILE = "manifest.json"
 DEFAULT_MAX_SEQ_LENGTH = 256
 OPSET_VERSION = 17
 _TORCH_HINT = "pip install -e '.[torch]'"
-_SHA_CACHE: dict[tuple[tuple[str, int, int], ...], str] = {}
-
-
-def weights_files(model_dir: Path) -> list[Path]:
-    """The weight files of a local model directory (safetensors preferred), sorted by name."""
-    for pattern in ("*.safetensors", "pytorch_model*.bin"):
-        found = sorted(p for p in model_dir.glob(pattern) if p.is_file())
-        if found:
-            return found
-    raise EmbeddingError(
-        f"no model weights (*.safetensors or pytorch_model*.bin) in {model_dir}; "
-        "point model_dir at a local sentence-transformers model directory"
-    )
-
-
-def model_id_of(weights_sha: str, pooling: str = "mean") -> str:
-    """An embedder's `model_id`: its source weights, which every build of the model shares, and how token vectors
-    become one (sentence-transformers' pooling: the same weights pooled by their CLS token make other vectors).
-    Mean pooling, the only one the ONNX backend builds, is left unnamed: ids recorded before pooling was part of
-    them stay valid."""
-    return f"weights:{weights_sha[:16]}" + ("" if pooling == "mean" else f"+pooling:{pooling}")
-
-
-def pooling_of(model_dir: Path) -> str:
-    """The pooling a sentence-transformers model directory declares (`1_Pooling/config.json`; mean when it
-    declares none, as sentence-transformers assumes): its enabled modes, "+"-joined."""
-    config = _read_json(Path(model_dir) / "1_Pooling" / "config.json")
-    modes = sorted(k.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token")
-                   for k, v in config.items() if k.startswith("pooling_mode_") and v is True)
-    return "+".join(modes) or "mean"
-
-
-def weights_sha256(model_dir: Path) -> str:
-    """sha256 over the weight files' names and bytes: identifies the source model (memoised per process)."""
-    files = weights_files(Path(model_dir).resolve())
-    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    if key not in _SHA_CACHE:
-        _SHA_CACHE[key] = _hash_files(files)
-    return _SHA_CACHE[key]
-
-
-def _hash_files(files: list[Path]) -> str:
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode() + b"\0")
-        _feed(digest, path)
-    return digest.hexdigest()
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    _feed(digest, path)
-    return digest.hexdigest()
-
-
-def _feed(digest: Any, path: Path) -> None:
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
 
 
 def read_manifest(onnx_dir: Path) -> dict[str, Any]:
@@ -149,7 +95,7 @@ def adopt_format_1(onnx_dir: Path, source_sha256: str) -> bool:
         if manifest.get("format_version") != 1 or manifest.get("source_weights_sha256") != source_sha256 \
                 or not _has_files(onnx_dir):
             return False
-        manifest.update(format_version=EXPORT_FORMAT_VERSION, model_sha256=_file_sha256(onnx_dir / MODEL_FILE),
+        manifest.update(format_version=EXPORT_FORMAT_VERSION, model_sha256=file_sha256(onnx_dir / MODEL_FILE),
                         adopted_from_format=1)
         fd, tmp = tempfile.mkstemp(dir=onnx_dir, prefix=MANIFEST_FILE, suffix=".tmp")
         os.fchmod(fd, 0o644)  # as readable as the export it names (mkstemp creates 0600)
@@ -219,13 +165,6 @@ def _exclusive_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data if isinstance(data, dict) else {}
-
-
 def _check_pooling(model_dir: Path) -> None:
     if pooling_of(model_dir) != "mean":
         raise EmbeddingError(
@@ -235,7 +174,49 @@ def _check_pooling(model_dir: Path) -> None:
 
 
 def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
-    """Write model-int8.onnx, tokenizer.json and manifest.json into tmp."""
+    """Write model-int8.onnx, tokenizer.json and manifest.json into tmp (torch exports, onnxruntime quantises)."""
+    tools = _export_tools()
+    _check_pooling(model_dir)
+    max_seq = int(
+        read_json(model_dir / "sentence_bert_config.json").get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH
+    )
+    tokenizer, model = _load_transformer(model_dir, tools)
+    _write_tokenizer(model_dir, tokenizer, tmp)
+    input_names, keep_fp32 = _export_int8(model_dir, model, tokenizer, tmp, tools)
+    manifest = {
+        "format": EXPORT_FORMAT,
+        "format_version": EXPORT_FORMAT_VERSION,
+        "source_model_dir": str(model_dir),
+        "source_weights_sha256": source_sha,
+        "dim": int(model.config.hidden_size),
+        "max_seq_length": max_seq,
+        "pooling": "mean",
+        "inputs": input_names,
+        "model_sha256": file_sha256(tmp / MODEL_FILE),  # what the fingerprint names: this export (as sha256sum)
+        "quantization": {
+            "method": "dynamic",
+            "weight_type": "QInt8",
+            "per_channel": True,
+            "fp32_nodes": keep_fp32,
+        },
+        "exported_with": _versions(),
+    }
+    (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    os.chmod(tmp, 0o755)  # mkdtemp creates 0700
+
+
+@dataclass(frozen=True)
+class _ExportTools:
+    """The export's heavy imports, made once: torch, transformers' auto classes, onnxruntime's quantiser."""
+
+    torch: Any
+    auto_model: Any
+    auto_tokenizer: Any
+    quantize_dynamic: Any
+    qint8: Any
+
+
+def _export_tools() -> _ExportTools:
     try:
         import torch
         from onnxruntime.quantization import (  # type: ignore[import-untyped,unused-ignore]
@@ -247,17 +228,25 @@ def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
         raise BackendUnavailable(
             f"exporting the ONNX model needs torch and transformers ({exc.name} is missing): {_TORCH_HINT}"
         ) from exc
-    _check_pooling(model_dir)
-    max_seq = int(
-        _read_json(model_dir / "sentence_bert_config.json").get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH
-    )
+    return _ExportTools(torch, AutoModel, AutoTokenizer, quantize_dynamic, QuantType.QInt8)
+
+
+def _load_transformer(model_dir: Path, tools: _ExportTools) -> tuple[Any, Any]:
+    """The tokenizer and the transformer (eager attention, in eval mode) of `model_dir`, offline."""
     try:
         with quiet_transformers():
-            tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-            model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
+            tokenizer = tools.auto_tokenizer.from_pretrained(str(model_dir), local_files_only=True)
+            model = tools.auto_model.from_pretrained(str(model_dir), local_files_only=True,
+                                                     attn_implementation="eager")
     except Exception as exc:  # transformers raises many types for a bad directory
         raise EmbeddingError(f"cannot load the transformer from {model_dir}: {exc}") from exc
     model.eval()
+    return tokenizer, model
+
+
+def _write_tokenizer(model_dir: Path, tokenizer: Any, tmp: Path) -> None:
+    """The source's tokenizer.json as it is, else the fast tokenizer saved; a slow-only tokenizer cannot run on
+    `tokenizers` alone, so it is an error."""
     if (model_dir / TOKENIZER_FILE).is_file():
         shutil.copyfile(model_dir / TOKENIZER_FILE, tmp / TOKENIZER_FILE)
     elif getattr(tokenizer, "backend_tokenizer", None) is not None:
@@ -265,6 +254,13 @@ def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
     else:
         raise EmbeddingError(f"{model_dir} has no fast tokenizer (tokenizer.json); cannot export")
 
+
+def _export_int8(model_dir: Path, model: Any, tokenizer: Any, tmp: Path,
+                 tools: _ExportTools) -> tuple[list[str], list[str]]:
+    """Trace the model to an fp32 ONNX graph (dynamic batch and sequence), then quantise it to MODEL_FILE with
+    dynamic per-channel int8 weights, the sensitive MatMuls kept fp32. Returns the graph's input names and
+    those MatMuls; the fp32 graph is deleted."""
+    torch = tools.torch
     sample = tokenizer(["an example sentence for tracing", "short"], padding=True, return_tensors="pt")
     input_names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
     fp32_path = tmp / "model-fp32.onnx"
@@ -286,38 +282,19 @@ def _build(model_dir: Path, source_sha: str, tmp: Path) -> None:
             )
         keep_fp32 = _sensitive_matmuls(fp32_path, int(getattr(model.config, "num_hidden_layers", 0)))
         with quiet_quantization_hint():
-            quantize_dynamic(
+            tools.quantize_dynamic(
                 model_input=fp32_path,
                 model_output=tmp / MODEL_FILE,
                 per_channel=True,
                 reduce_range=False,
-                weight_type=QuantType.QInt8,
+                weight_type=tools.qint8,
                 nodes_to_exclude=keep_fp32,
             )
     except Exception as exc:
         raise EmbeddingError(f"ONNX export of {model_dir} failed: {exc}") from exc
     finally:
         fp32_path.unlink(missing_ok=True)
-    manifest = {
-        "format": EXPORT_FORMAT,
-        "format_version": EXPORT_FORMAT_VERSION,
-        "source_model_dir": str(model_dir),
-        "source_weights_sha256": source_sha,
-        "dim": int(model.config.hidden_size),
-        "max_seq_length": max_seq,
-        "pooling": "mean",
-        "inputs": input_names,
-        "model_sha256": _file_sha256(tmp / MODEL_FILE),  # what the fingerprint names: this export (as sha256sum)
-        "quantization": {
-            "method": "dynamic",
-            "weight_type": "QInt8",
-            "per_channel": True,
-            "fp32_nodes": keep_fp32,
-        },
-        "exported_with": _versions(),
-    }
-    (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    os.chmod(tmp, 0o755)  # mkdtemp creates 0700
+    return input_names, keep_fp32
 
 
 def _sensitive_matmuls(fp32_path: Path, num_layers: int) -> list[str]:
