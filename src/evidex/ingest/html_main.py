@@ -58,11 +58,12 @@ _CONTAINERS: tuple[tuple[MainSource, str], ...] = (
 )
 
 # Elements that are never content wherever they sit: scripts, forms, navigation, page footers.
-_NEVER_CONTENT_TAGS = ("script", "style", "noscript", "template", "nav", "footer", "button", "form", "select",
-                       "textarea", "input", "svg", "iframe", "object", "canvas", "dialog")
-_NEVER_CONTENT_ROLES = ("navigation", "search", "banner", "contentinfo", "toolbar", "menu", "menubar", "dialog")
+_NEVER_CONTENT_TAGS = frozenset({"script", "style", "noscript", "template", "nav", "footer", "button", "form", "select",
+                       "textarea", "input", "svg", "iframe", "object", "canvas", "dialog"})
+_NEVER_CONTENT_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "toolbar", "menu", "menubar",
+                                  "dialog"})
 # Site furniture by the class names the generators give it.
-_FURNITURE_CLASSES = (
+_FURNITURE_CLASSES = frozenset({
     "headerlink", "hash-link",  # permalink marks: Sphinx and MkDocs' pilcrow, Docusaurus' '#'
     "sphinxsidebar", "related", "footer", "rst-footer-buttons", "toctree-wrapper", "contents",  # Sphinx
     "breadcrumbs", "breadcrumb", "wy-breadcrumbs", "theme-doc-breadcrumbs", "md-path",  # breadcrumbs
@@ -70,12 +71,8 @@ _FURNITURE_CLASSES = (
     "theme-edit-this-page", "theme-doc-footer", "theme-doc-toc-mobile", "theme-doc-version-banner",  # Docusaurus
     "theme-doc-version-badge", "pagination-nav", "theme-last-updated",
     "edit-this-page", "editthispage", "prev-next-area", "toc", "table-of-contents", "skip-link",  # common
-)
-_FURNITURE = etree.XPath(
-    " | ".join([*(f".//{tag}" for tag in _NEVER_CONTENT_TAGS),
-                *(f".//*[@role='{role}']" for role in _NEVER_CONTENT_ROLES),
-                *(f".//*[{_has_class(name)}]" for name in _FURNITURE_CLASSES),
-                ".//header[not(.//h1 | .//h2 | .//h3 | .//h4 | .//h5 | .//h6)]"]))  # a header bar, not a title
+})
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
 def find_main(root: HtmlElement) -> tuple[HtmlElement, MainSource]:
@@ -107,12 +104,25 @@ def _innermost(found: list[HtmlElement]) -> HtmlElement:
 
 
 def strip_furniture(main: HtmlElement) -> None:
-    """Remove the site's furniture from inside the content element (in place). The tail text after a removed
-    element stays: it belongs to the content around it."""
-    found = _FURNITURE(main)
-    for element in _elements(found if isinstance(found, list) else []):
-        if element is not main and element.getparent() is not None:
-            element.drop_tree()
+    """Remove the site's furniture from inside the content element (in place), in one pass over it. The tail
+    text after a removed element stays: it belongs to the content around it."""
+    doomed: list[HtmlElement] = []
+    walker = etree.iterwalk(main, events=("start",))
+    for _, element in walker:
+        if element is not main and isinstance(element, HtmlElement) and _is_furniture(element):
+            doomed.append(element)
+            walker.skip_subtree()
+    for element in doomed:
+        element.drop_tree()
+
+
+def _is_furniture(element: HtmlElement) -> bool:
+    tag = element.tag if isinstance(element.tag, str) else ""
+    if tag in _NEVER_CONTENT_TAGS or element.get("role") in _NEVER_CONTENT_ROLES:
+        return True
+    if not _FURNITURE_CLASSES.isdisjoint((element.get("class") or "").split()):
+        return True
+    return tag == "header" and not any(e.tag in _HEADING_TAGS for e in element.iter())  # a bar, not a title
 
 
 def readability_main(body: HtmlElement) -> HtmlElement | None:
