@@ -8,7 +8,8 @@ Reasons, in the fixed order that decides which one a rejection carries (the firs
     access-label-not-granted   none of the chunk's access labels is granted (no labels: fail closed)
     not-yet-published          published_at > retrieved_at
     expired-at-retrieval-time  expires_at <= retrieved_at
-    missing-exact-citation-anchor  no citation URI or no citation anchor
+    missing-exact-citation-anchor  no citation URI or no citation anchor (ingest stores none where the anchor
+                                   a chunk would cite does not exist in its source: an HTML id, a PDF page)
 
 Timing: for every candidate the gate evaluates *every* active rule and only then picks the reason by the
 fixed order above. A restricted record therefore costs the same rule work as an admitted one; there is no
