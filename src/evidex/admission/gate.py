@@ -32,7 +32,8 @@ from types import MappingProxyType
 from typing import ClassVar, Protocol
 
 from evidex.errors import ConfigError
-from evidex.types import Candidate, Chunk, RejectionVisibility, SearchFilters
+from evidex.types import Candidate, Chunk, SearchFilters
+from evidex.types import RejectionVisibility as RejectionVisibility  # re-exported: a policy names it
 
 log = logging.getLogger("evidex.admission")
 
