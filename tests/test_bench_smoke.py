@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,20 @@ def test_bench_asks_the_page_titles_without_a_questions_file(tmp_path: Path, emb
     lat = report["docs_latency"]
     assert lat["query_source"] == "document titles"
     assert lat["distinct_queries"] == len(TOPICS)  # one query per page title: "About deployments", ...
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--questions", "q.jsonl"], "give both"),  # questions are asked of a folder of documents
+    (["--docs", "missing-folder"], "does not exist"),
+])
+def test_bench_command_checks_its_folder_before_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from evidex.interfaces.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "q.jsonl").write_text('{"id": "q1", "question": "How do services retry?"}\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["bench", *args, "--chunks", "10"])
+    assert result.exit_code == 2, result.output
+    assert message in re.sub(r"[\s│╭╮╰╯─]+", " ", result.output)  # the message, unwrapped from its box
