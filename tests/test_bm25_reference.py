@@ -23,7 +23,7 @@ import bm25s  # type: ignore[import-untyped]
 import numpy as np
 import pytest
 
-from evidex.retrieval.lexical import tokens
+from evidex.lexical import tokens
 from evidex.stores.sqlite import SqliteStore
 from evidex.testing.store_contract import axis, batch, document, make_chunk
 

@@ -191,7 +191,7 @@ def test_sigkill_during_ingest_leaves_the_last_committed_state(tmp_path: Path, e
             live = {c.record_id for c in chunks}
             assert len(live) == len(chunks)
             assert live in (before, after), f"partial state: {len(live)} chunks ({len(before)}/{len(after)})"
-            batches = store.batches()
+            batches = store.ledger.batches()
             committed = {b.batch_id for b in batches if b.status == "committed"}
             assert {c.batch_id for c in chunks} <= committed  # every live record from a committed batch
             assert batches[0].batch_id == first_batch and batches[0].added == len(before)

@@ -797,10 +797,10 @@ def test_a_sync_leaves_exactly_the_files_that_load_plus_the_last_good_version_of
                     else:
                         path.write_text(_SYNC_TEXTS[text], encoding="utf-8")
                         broken.discard(name)
-                before = set(engine.store.document_hashes())
+                before = set(engine.store.ledger.document_hashes())
                 report = engine.ingest([root], sync=True)
                 present = {"keep.md", *(n for n in _SYNC_NAMES if (root / n).exists())}
-                assert set(engine.store.document_hashes()) == (present - broken) | (present & broken & before)
+                assert set(engine.store.ledger.document_hashes()) == (present - broken) | (present & broken & before)
             if report.batch_id:
                 engine.rollback()
-                assert set(engine.store.document_hashes()) == before
+                assert set(engine.store.ledger.document_hashes()) == before

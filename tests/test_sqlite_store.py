@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from evidex.errors import StoreError
+from evidex.retrieval.corpus import read_ahead
 from evidex.stores.protocol import DocumentWrite
 from evidex.stores.sqlite import INDEX_FILE, SqliteStore
 from evidex.testing.store_contract import (
@@ -79,8 +80,8 @@ def test_reopening_the_file_sees_the_same_data(tmp_path: Path) -> None:
 
     def observe(s: SqliteStore) -> tuple[object, ...]:
         return (s.get(["A#0", "A#1", "B#0", "C#0"]), s.search_dense(axis(0), 10),
-                s.search_sparse("alpha", 10), s.document_hashes(), s.batches(), s.dead_letters(),
-                s.snapshot_id(), s.stats())
+                s.search_sparse("alpha", 10), s.ledger.document_hashes(), s.ledger.batches(), s.ledger.dead_letters(),
+                s.snapshot_id(), s.ledger.stats())
 
     seen = observe(store)
     store.close()
@@ -208,7 +209,7 @@ def test_an_index_from_before_retired_counts_opens_with_its_batches_intact(tmp_p
     db.commit()
     db.close()
     with closing(SqliteStore(tmp_path / "idx")) as store:
-        assert [(b.batch_id, b.added, b.replaced, b.retired, b.label) for b in store.batches()] == [
+        assert [(b.batch_id, b.added, b.replaced, b.retired, b.label) for b in store.ledger.batches()] == [
             ("b1", 1, 0, 0, "before")]
         gone = store.commit_batch(batch("b2", DocumentWrite("A", "A.md", "h", (), np.zeros((0, DIM), np.float32))))
         assert (gone.replaced, gone.retired) == (0, 1)
@@ -225,14 +226,14 @@ def test_rollback_restores_a_dead_letter_the_batch_resolved(store: SqliteStore) 
     store.commit_batch(batch("b1", dead_letters=[dead_letter("bad.md", "b1")]))
     store.commit_batch(batch("b2", document([make_chunk("bad", 0, "fixed")], [axis(0)]), resolved=["bad.md"]))
     store.rollback("b2")  # the fixed document is gone again...
-    assert [d.source for d in store.dead_letters()] == ["bad.md"]  # ...so its dead letter must be back
+    assert [d.source for d in store.ledger.dead_letters()] == ["bad.md"]  # ...so its dead letter must be back
 
 
 def test_rollback_keeps_a_dead_letter_that_failed_before_the_batch(store: SqliteStore) -> None:
     store.commit_batch(batch("b1", dead_letters=[dead_letter("bad.md", "b1")]))
     store.commit_batch(batch("b2", dead_letters=[dead_letter("bad.md", "b2")]))  # failed again: attempts 2
     store.rollback("b2")
-    assert [(d.source, d.attempts) for d in store.dead_letters()] == [("bad.md", 1)]
+    assert [(d.source, d.attempts) for d in store.ledger.dead_letters()] == [("bad.md", 1)]
 
 
 def test_a_filtered_full_text_search_ranks_as_filtering_every_match_would(store: SqliteStore) -> None:
@@ -266,7 +267,7 @@ def test_vectors_of_another_dimension_are_refused_whole(store: SqliteStore) -> N
     other = document([make_chunk("b", 0, "bravo")], [np.ones(DIM + 3, dtype=np.float32)])
     with pytest.raises(StoreError, match="embedding model changed"):
         store.commit_batch(batch("b2", other))
-    assert [b.batch_id for b in store.batches()] == ["b1"] and store.search_sparse("bravo", 5) == []
+    assert [b.batch_id for b in store.ledger.batches()] == ["b1"] and store.search_sparse("bravo", 5) == []
     assert [h.record_id for h in store.search_dense(axis(0), 5)] == ["a#0"]
     with pytest.raises(StoreError, match="another model"):
         store.search_dense(np.ones(DIM + 3, dtype=np.float32), 5)
@@ -311,7 +312,7 @@ def _fts5_ranking(store: SqliteStore, query: str, *, title_only: bool = False, w
                   params: tuple[str, ...] = ()) -> list[tuple[str, float]]:
     """FTS5 ranking the OR query itself, in SQL on the index file: the reference the store's word-by-word
     search must reproduce."""
-    from evidex.retrieval.lexical import fts_query
+    from evidex.stores.sqlite_bm25 import fts_query
 
     match = fts_query(query)
     if title_only:
@@ -408,7 +409,7 @@ def test_reading_ahead_changes_no_result_and_spares_the_searches_their_reads(tmp
     eng = SearchFilters(access_labels=("eng",))
     queries = ("key rotation vault", "signing keys", "paging quokka", "ceremony")
     try:
-        ahead.read_ahead(["key", "rotation", "vault", "signing", "keys", "paging", "quokka", "ceremony"])
+        read_ahead(ahead, ["key", "rotation", "vault", "signing", "keys", "paging", "quokka", "ceremony"])
         read = ahead._word_cache.used
         assert read > 0
         for query in queries:

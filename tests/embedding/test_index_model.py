@@ -104,7 +104,7 @@ def test_a_cached_evaluation_index_that_names_another_model_is_rebuilt(tmp_path:
     with sqlite3.connect(index) as db:
         db.execute("UPDATE meta SET value='onnx-int8:old-name' WHERE key='embedding_model'")
     with open_eval_engine(config, [corpus], None, embedder=embedder) as engine:
-        assert engine.store.embedding_model() == embedder.model_id
+        assert engine.store.ledger.embedding_model() == embedder.model_id
         assert [c.chunk.source for c in engine.run(SearchRequest("when does alpha restart?")).context] == ["a.md"]
 
 

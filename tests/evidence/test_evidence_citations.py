@@ -14,6 +14,7 @@ from evidex.config import Config
 from evidex.evidence.citations import cited_records
 from evidex.pipeline import PipelineParts, SearchRequest, run_search
 from evidex.rerank.fused import RerankWeights, inlink_score, rerank
+from evidex.retrieval.corpus import inlink_contexts
 from evidex.retrieval.links import LinkIndex, link_contexts, link_paths, page_path
 from evidex.types import RetrievalMode, SearchFilters
 
@@ -158,17 +159,17 @@ def test_the_store_keeps_link_contexts_of_live_readable_records_per_snapshot(tmp
                         "/daemonset/) team", doc_id="secret", source="security/notes.md", labels=("security-team",))
     store = build_store(tmp_path / "idx", [LOGGING, DAEMONSET, secret])
     try:
-        everyone = store.inlink_contexts([DAEMONSET.source, LOGGING.source])
+        everyone = inlink_contexts(store, [DAEMONSET.source, LOGGING.source])
         assert sorted(len(v) for v in everyone.values()) == [2] and list(everyone) == [DAEMONSET.source]
-        public = store.inlink_contexts([DAEMONSET.source], SearchFilters(access_labels=("public",)))
+        public = inlink_contexts(store, [DAEMONSET.source], SearchFilters(access_labels=("public",)))
         assert len(public[DAEMONSET.source]) == 1 and "break-glass" not in public[DAEMONSET.source][0]
         # Rewritten without its link, the logging page says nothing of the DaemonSet page any more ...
         fill(store, [make_chunk("logging-2", "Logs are collected on each host.", doc_id="logging",
                                 source=LOGGING.source)], batch_id="b-rewrite")
-        assert store.inlink_contexts([DAEMONSET.source], SearchFilters(access_labels=("public",))) == {}
+        assert inlink_contexts(store, [DAEMONSET.source], SearchFilters(access_labels=("public",))) == {}
         # ... until that batch is rolled back.
         store.rollback()
-        assert store.inlink_contexts([DAEMONSET.source], SearchFilters(access_labels=("public",))) == public
+        assert inlink_contexts(store, [DAEMONSET.source], SearchFilters(access_labels=("public",))) == public
     finally:
         store.close()
 

@@ -88,7 +88,7 @@ def test_rerunning_a_killed_rollback_undoes_one_batch(invoke: Invoke, corpus: Pa
     def killed(batch_id: str) -> None:
         raise Crash(f"killed while rolling back {batch_id}")
 
-    monkeypatch.setattr(store, "_finish_rollback", killed)  # recorded as rolling-back, nothing undone yet
+    monkeypatch.setattr(store._writer, "_finish_rollback", killed)  # recorded as rolling-back, nothing undone yet
     with pytest.raises(Crash):
         store.rollback()
     store.close()
@@ -100,6 +100,6 @@ def test_rerunning_a_killed_rollback_undoes_one_batch(invoke: Invoke, corpus: Pa
     assert "no other batch was rolled back" in out and f"rolled back batch {first}" not in out
     listing = invoke("batches").stdout
     assert f"{first}  committed" in listing and f"{second}  rolled-back" in listing
-    stats = json.loads(invoke("stats").stdout)
+    stats = json.loads(invoke("stats", "--json").stdout)
     assert (stats["documents"], stats["chunks"]) == (2, 2)
     assert f"rolled back batch {first}" in " ".join(invoke("rollback").stdout.split())  # the next goes on

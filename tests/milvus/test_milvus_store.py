@@ -25,8 +25,9 @@ from milvus_lite.search.filter.tokens import TokenKind, tokenize  # type: ignore
 
 from evidex.config import Config
 from evidex.errors import BackendUnavailable, ConfigError, StoreError
-from evidex.stores import milvus as milvus_module
+from evidex.retrieval.corpus import inlink_contexts
 from evidex.stores.milvus import MilvusStore, collection_name, query_terms
+from evidex.stores.milvus_collections import MilvusCollections
 from evidex.stores.milvus_expression import literal as _literal
 from evidex.stores.sqlite import SqliteStore
 from evidex.testing.store_contract import (
@@ -83,8 +84,8 @@ class TestMilvusStoreInTinyPages(StoreContract):
 
     @pytest.fixture
     def store(self, open_store: Callable[..., MilvusStore], monkeypatch: pytest.MonkeyPatch) -> MilvusStore:
-        monkeypatch.setattr(milvus_module, "_PAGE", 2)
-        monkeypatch.setattr(milvus_module, "_SEQ_PAGE", 3)
+        monkeypatch.setattr(MilvusCollections, "page", 2)
+        monkeypatch.setattr(MilvusCollections, "seq_page", 3)
         return open_store()
 
 
@@ -216,9 +217,9 @@ def linked_twins(lite_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
 def test_inlink_contexts_match_the_sqlite_store(linked_twins: tuple[SqliteStore, MilvusStore],
                                                 filters: SearchFilters) -> None:
     sqlite, milvus = linked_twins
-    want = sqlite.inlink_contexts(_SOURCES, filters)
-    assert milvus.inlink_contexts(_SOURCES, filters) == want
-    assert milvus.inlink_contexts(_SOURCES[::-1], filters) == sqlite.inlink_contexts(_SOURCES[::-1], filters)
+    want = inlink_contexts(sqlite, _SOURCES, filters)
+    assert inlink_contexts(milvus, _SOURCES, filters) == want
+    assert inlink_contexts(milvus, _SOURCES[::-1], filters) == inlink_contexts(sqlite, _SOURCES[::-1], filters)
 
 
 # ---- crash repair ---------------------------------------------------------------------------------------
@@ -228,7 +229,7 @@ class Crash(BaseException):
 
 def crash_after(store: MilvusStore, writes: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the store's `writes + 1`-th write die before it happens."""
-    real = store._mutate
+    real = store._io.mutate
     count = itertools.count()
 
     def mutate(op: str, collection: str, **kwargs: Any) -> None:
@@ -236,7 +237,7 @@ def crash_after(store: MilvusStore, writes: int, monkeypatch: pytest.MonkeyPatch
             raise Crash(f"killed before write {writes + 1}")
         real(op, collection, **kwargs)
 
-    monkeypatch.setattr(store, "_mutate", mutate)
+    monkeypatch.setattr(store._io, "mutate", mutate)
 
 
 def first_batch(store: MilvusStore) -> None:
@@ -255,24 +256,24 @@ def second_batch() -> Any:
 
 
 def observe(store: MilvusStore) -> tuple[object, ...]:
-    stats = store.stats()
+    stats = store.ledger.stats()
     return (store.get(["A#0", "A#1", "A#1-new", "B#0", "C#0"]), store.search_dense(axis(1), 10),
-            store.search_sparse("alpha legacy modern gamma", 10), store.document_hashes(),
+            store.search_sparse("alpha legacy modern gamma", 10), store.ledger.document_hashes(),
             [(b.batch_id, b.status, b.added, b.replaced, b.unchanged, b.dead_letters, b.label)
-             for b in store.batches()],
-            store.dead_letters(), stats["documents"], stats["chunks"], stats["retired_chunks"])
+             for b in store.ledger.batches()],
+            store.ledger.dead_letters(), stats["documents"], stats["chunks"], stats["retired_chunks"])
 
 
 def record_writes(store: MilvusStore, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The store's writes from now on, as the keyword arguments of each `_mutate` call."""
+    """The store's writes from now on, as the keyword arguments of each `MilvusCollections.mutate` call."""
     writes: list[dict[str, Any]] = []
-    real = store._mutate
+    real = store._io.mutate
 
     def mutate(op: str, collection: str, **kwargs: Any) -> None:
         writes.append(kwargs)
         real(op, collection, **kwargs)
 
-    monkeypatch.setattr(store, "_mutate", mutate)
+    monkeypatch.setattr(store._io, "mutate", mutate)
     return writes
 
 
@@ -290,7 +291,7 @@ def test_equal_scores_rank_in_the_order_written_however_milvus_lays_out_its_segm
     store.commit_batch(batch("b1", document([make_chunk("A", 0, "shared words here")], [axis(1)]),
                              document([make_chunk("B", 0, "shared words here")], [axis(1)])))
     before = (store.search_dense(axis(1), 10), store.search_sparse("shared words", 10))
-    store._client.flush(store.collection)
+    store._io.client.flush(store.collection)
     store.commit_batch(batch("b2", document([make_chunk("A", 0, "new words", record_id="A#0-new")], [axis(2)])))
     store.rollback()
     after = (store.search_dense(axis(1), 10), store.search_sparse("shared words", 10))
@@ -368,7 +369,7 @@ def test_a_first_batch_that_dies_before_its_commit_point_names_no_embedder(
             with pytest.raises(Crash):
                 store.commit_batch(named_batch())
         reopened = open_store(store.collection)
-        assert reopened.embedding_model() == (None if k <= commit_point else "m1"), f"crash before write {k + 1}"
+        assert reopened.ledger.embedding_model() == (None if k <= commit_point else "m1"), f"crash before write {k + 1}"
 
 
 def test_an_imported_index_keeps_its_model_through_a_crashed_rollback(
@@ -393,7 +394,7 @@ def test_an_imported_index_keeps_its_model_through_a_crashed_rollback(
             crash_after(store, k, patch)
             with pytest.raises(Crash):
                 store.rollback()
-        assert open_store(store.collection).embedding_model() == "m1", f"crash before write {k + 1}"
+        assert open_store(store.collection).ledger.embedding_model() == "m1", f"crash before write {k + 1}"
 
 
 def test_a_failed_write_is_undone_at_once(open_store: Callable[..., MilvusStore],
@@ -401,15 +402,15 @@ def test_a_failed_write_is_undone_at_once(open_store: Callable[..., MilvusStore]
     store = open_store()
     first_batch(store)
     before, snapshot = observe(store), store.snapshot_id()
-    real = store._mutate
+    real = store._io.mutate
     count = itertools.count()
 
     def flaky(op: str, collection: str, **kwargs: Any) -> None:
         if next(count) == 4:
-            raise store._error("server went away")
+            raise store._io.error("server went away")
         real(op, collection, **kwargs)
 
-    monkeypatch.setattr(store, "_mutate", flaky)
+    monkeypatch.setattr(store._io, "mutate", flaky)
     with pytest.raises(StoreError, match="b2 was not committed"):
         store.commit_batch(second_batch())
     assert observe(store) == before
@@ -424,7 +425,7 @@ def test_pending_rows_are_invisible_to_readers(open_store: Callable[..., MilvusS
     reader = open_store(store.collection)
     before = observe(reader)
     seen: list[tuple[object, ...]] = []
-    real = store._mutate
+    real = store._io.mutate
 
     def spy(op: str, collection: str, **kwargs: Any) -> None:
         real(op, collection, **kwargs)
@@ -434,7 +435,7 @@ def test_pending_rows_are_invisible_to_readers(open_store: Callable[..., MilvusS
             # BM25 statistics count every stored row, so scores may move; the hits may not.
             seen.append(tuple(h.record_id for h in reader.search_sparse("alpha legacy modern gamma", 10)))
 
-    monkeypatch.setattr(store, "_mutate", spy)
+    monkeypatch.setattr(store._io, "mutate", spy)
     store.commit_batch(second_batch())
     assert len(seen) == 2
     assert seen[1] == tuple(h.record_id for h in before[2])  # type: ignore[attr-defined]
@@ -474,7 +475,7 @@ def test_from_config_opens_a_lite_file_in_the_index_directory(tmp_path: Path) ->
     try:
         assert (store.uri, store.collection, store.title_weight) == (
             str(tmp_path / "my index" / "milvus.db"), "evidex_my_index", 2.0)
-        assert store.stats()["backend"] == "milvus"
+        assert store.ledger.stats()["backend"] == "milvus"
     finally:
         store.drop()
         store.close()
@@ -527,7 +528,7 @@ def test_rolling_back_again_after_an_interrupted_rollback_undoes_nothing_more(
             with pytest.raises(Crash):
                 store.rollback()
         reopened = open_store(store.collection)
-        assert reopened.finished_rollbacks == ["b2"]
+        assert reopened.ledger.finished_rollbacks == ["b2"]
         info = reopened.rollback(explicit)
         if explicit is None:
             assert (info.batch_id, info.status) == ("b2", "rolled-back")
@@ -536,8 +537,9 @@ def test_rolling_back_again_after_an_interrupted_rollback_undoes_nothing_more(
             assert reopened.rollback().batch_id == "b1"  # the next one goes on to the batch before
         else:
             assert info.batch_id == "b1"
-        assert [(b.batch_id, b.status) for b in reopened.batches()] == [("b1", "rolled-back"), ("b2", "rolled-back")]
-        assert reopened.stats()["chunks"] == 0
+        assert [(b.batch_id, b.status) for b in reopened.ledger.batches()] == [("b1", "rolled-back"),
+                                                                                ("b2", "rolled-back")]
+        assert reopened.ledger.stats()["chunks"] == 0
 
 
 def test_a_commit_after_a_completed_rollback_is_the_next_to_roll_back(
@@ -635,7 +637,7 @@ def test_the_snapshot_id_moves_before_a_batch_or_rollback_touches_rows(open_stor
     store = open_store()
     first_batch(store)
     seen: list[str] = []
-    real = store._mutate
+    real = store._io.mutate
 
     def mutate(op: str, collection: str, **kwargs: Any) -> None:
         if collection == store.collection:  # a write to the rows a search reads
@@ -646,7 +648,7 @@ def test_the_snapshot_id_moves_before_a_batch_or_rollback_touches_rows(open_stor
         before = store.snapshot_id()
         seen.clear()
         with monkeypatch.context() as patch:
-            patch.setattr(store, "_mutate", mutate)
+            patch.setattr(store._io, "mutate", mutate)
             change()
         assert seen and before not in seen  # every row write happens after the id moved...
         assert store.snapshot_id() not in seen  # ...and the finished change moves it again

@@ -16,6 +16,7 @@ pytest.importorskip("milvus_lite")
 
 from evidex.errors import StoreError
 from evidex.stores.milvus import MilvusStore
+from evidex.stores.milvus_schema import batch_row
 from evidex.stores.protocol import DocumentWrite, Store
 from evidex.stores.sqlite import SqliteStore
 from evidex.stores.transfer import FORMAT_VERSION, export_index, import_index
@@ -70,15 +71,15 @@ def build_history(store: Store) -> None:
 
 
 def observe(store: Any) -> dict[str, Any]:
-    stats = store.stats()
+    stats = store.ledger.stats()
     return {
         "get": store.get(IDS),
         "dense": [[h.record_id for h in store.search_dense(q, 3)] for q in QUERIES],
         "sparse": sorted(h.record_id for h in store.search_sparse("alpha steps gamma", 10)),
-        "hashes": store.document_hashes(),
-        "batches": store.batches(),
-        "dead_letters": store.dead_letters(),
-        "embedding_model": store.embedding_model(),
+        "hashes": store.ledger.document_hashes(),
+        "batches": store.ledger.batches(),
+        "dead_letters": store.ledger.dead_letters(),
+        "embedding_model": store.ledger.embedding_model(),
         "counts": {k: stats[k] for k in ("documents", "chunks", "retired_chunks", "batches", "rolled_back_batches",
                                          "dead_letters",
                                          "families")},
@@ -144,7 +145,7 @@ def test_an_interrupted_import_into_milvus_is_resumed(sqlite: SqliteStore, milvu
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     build_history(sqlite)
     export_index(sqlite, tmp_path / "exp")
-    real, count = milvus._mutate, itertools.count()
+    real, count = milvus._io.mutate, itertools.count()
 
     def dies(op: str, collection: str, **kwargs: Any) -> None:
         if next(count) == 3:
@@ -152,7 +153,7 @@ def test_an_interrupted_import_into_milvus_is_resumed(sqlite: SqliteStore, milvu
         real(op, collection, **kwargs)
 
     with monkeypatch.context() as patch:
-        patch.setattr(milvus, "_mutate", dies)
+        patch.setattr(milvus._io, "mutate", dies)
         with pytest.raises(KeyboardInterrupt):
             import_index(tmp_path / "exp", milvus)
     with pytest.raises(StoreError, match="import"):
@@ -167,7 +168,7 @@ def test_an_export_waits_out_a_batch_being_written(milvus: MilvusStore, tmp_path
     stays pending (here: one a writer left behind) makes the export fail clearly, and repair clears it."""
     milvus.commit_batch(batch("b1", document([make_chunk("A", 0, "alpha")], [axis(0)])))
     pending = BatchInfo("b2", T0, None, "pending", 0, 0, 0, 0, "in flight")
-    milvus._put_meta([milvus._batch_row(pending, 99)])
+    milvus._io.put_meta([batch_row(pending, 99)])
     assert milvus.export_log().writing
     with pytest.raises(StoreError, match="being written"):
         export_index(milvus, tmp_path / "out")

@@ -27,13 +27,13 @@ def test_sqlite_round_trip_keeps_retired_rows_batches_and_dead_letters(tmp_path:
     import_index(tmp_path / "exp", target)
     for store in (source, target):
         assert [c.text for c in store.get(["A#0"])] == ["alpha new"]
-        assert store.dead_letters() == []
-    assert target.batches() == source.batches()
-    assert target.embedding_model() == source.embedding_model() == manifest["embedding_model"] == "m1"
+        assert store.ledger.dead_letters() == []
+    assert target.ledger.batches() == source.ledger.batches()
+    assert target.ledger.embedding_model() == source.ledger.embedding_model() == manifest["embedding_model"] == "m1"
     assert target.check_integrity() == []
     target.rollback()  # b2's replaced chunk and resolved dead letter come back
     assert [c.text for c in target.get(["A#0"])] == ["alpha old"]
-    assert [d.source for d in target.dead_letters()] == ["bad.md"]
+    assert [d.source for d in target.ledger.dead_letters()] == ["bad.md"]
     assert [h.record_id for h in target.search_sparse("old", 10)] == ["A#0"]
     source.close()
     target.close()
@@ -61,6 +61,6 @@ def test_an_export_never_mixes_two_snapshots(tmp_path: Path, monkeypatch: pytest
     copy = SqliteStore(tmp_path / "copy")
     import_index(tmp_path / "out", copy)
     assert raced and [c.text for c in copy.all_chunks()] == [c.text for c in source.all_chunks()] == ["alpha two"]
-    assert [b.batch_id for b in copy.batches()] == ["b1", "b2"]
+    assert [b.batch_id for b in copy.ledger.batches()] == ["b1", "b2"]
     source.close()
     copy.close()

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from evidex.errors import IngestError
+from evidex.timestamps import format_time
 from evidex.types import Provenance
 
 PROVENANCE_KEYS = frozenset(f.name for f in dataclasses.fields(Provenance))
@@ -35,19 +36,6 @@ def parse_time(value: Any, key: str, location: str) -> datetime | None:
             raise IngestError(f"{key}: {value!r} is not an ISO 8601 timestamp", location=location) from None
         return parse_time(parsed, key, location)
     raise IngestError(f"{key}: expected an ISO 8601 timestamp, got {type(value).__name__}", location=location)
-
-
-def format_time(value: datetime | None) -> str | None:
-    """The one timestamp format evidex writes: UTC, seconds, trailing Z (sorts lexicographically)."""
-    if value is None:
-        return None
-    utc = value.astimezone(UTC)  # the year is padded by hand: strftime writes year 999 as '999'
-    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}Z"
-
-
-def read_time(value: str | None) -> datetime | None:
-    """A stored timestamp back: `format_time`'s form or any ISO 8601 text Python reads; None for none."""
-    return datetime.fromisoformat(value) if value else None
 
 
 def provenance_fields(fields: Mapping[str, Any], location: str) -> dict[str, Any]:

@@ -30,8 +30,9 @@ from evidex.ingest.chunking import chunk_text
 from evidex.ingest.loaders import LoadFailure
 from evidex.ingest.markdown import clean
 from evidex.ingest.overlay import Overlay, ProvenanceDefaults, with_overlay
-from evidex.ingest.provenance import doubtful_values, format_time, merge
+from evidex.ingest.provenance import doubtful_values, merge
 from evidex.stores.protocol import BatchWrite, DocumentWrite, Store, describe_model_mismatch
+from evidex.timestamps import format_time
 from evidex.types import Chunk, DeadLetter, Document, IngestReport, IngestWarning
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -119,7 +120,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     started = time.perf_counter()
     now = datetime.now(UTC).replace(microsecond=0)
     batch_id = new_batch_id(now)
-    existing = store.document_hashes()
+    existing = store.ledger.document_hashes()
     seen: set[str] = set()
     letters: list[DeadLetter] = []
     changed: list[tuple[Document, str, tuple[Chunk, ...]]] = []
@@ -189,7 +190,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     if chunks:
         model_used = embedder()
         model = model_used.model_id
-        indexed_with = store.embedding_model()
+        indexed_with = store.ledger.embedding_model()
         if indexed_with is not None and indexed_with != model:  # before minutes of embedding, not at the commit
             raise StoreError(describe_model_mismatch(indexed_with, model))
         vectors, computed = embed_cached(model_used, [embedding_text(c) for c in chunks], cache,

@@ -48,7 +48,7 @@ def ingest_cmd(
                                            default_labels=default_labels, citation_base=citation_base,
                                            include=include or None, exclude=exclude or None))
         gated = _gated(engine)
-        live = set(engine.store.document_hashes()) if report.dead_letters else set()
+        live = set(engine.store.ledger.document_hashes()) if report.dead_letters else set()
     if json_out:
         out.print_json(data=report.to_dict())
         return
@@ -130,7 +130,7 @@ def rollback_cmd(
     """Undo the last batch (or a named one) atomically, restoring what it replaced."""
     with open_engine(config, index) as engine:
         info = run(lambda: engine.rollback(batch_id))
-        finished = list(engine.store.finished_rollbacks)
+        finished = list(engine.store.ledger.finished_rollbacks)
     for done in finished:
         out.print(f"finished the interrupted rollback of batch [bold]{done}[/]")
     counts = f"{info.added} chunks removed, {plural(info.replaced + info.retired, 'document')} restored"
@@ -172,7 +172,7 @@ def dead_letters_retry_cmd(
     with open_engine(config or given_config, index or given_index) as engine:
         report = run(lambda: engine.retry_dead_letters(metadata=metadata))
         gated = _gated(engine)
-        live = set(engine.store.document_hashes()) if report.dead_letters else set()
+        live = set(engine.store.ledger.document_hashes()) if report.dead_letters else set()
     fixed = report.documents
     out.print(f"retried: {fixed} now loaded (batch {report.batch_id or '-'}), "
               f"{len(report.dead_letters)} still failing")

@@ -17,7 +17,6 @@ from evidex.agent import ask
 from evidex.config import load_config
 from evidex.engine import Engine
 from evidex.evidence.plan import plan_from_dict
-from evidex.ingest.provenance import format_time
 from evidex.interfaces import tool
 from evidex.interfaces.cli_runtime import (
     AtOpt,
@@ -33,6 +32,7 @@ from evidex.interfaces.cli_runtime import (
 )
 from evidex.interfaces.render import render_result
 from evidex.result import decision_json, first_difference
+from evidex.timestamps import format_time
 from evidex.types import Candidate, RetrievalMode
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from evidex.admission.gate import Principal
 from evidex.errors import ConfigError
-from evidex.ingest.provenance import read_time
+from evidex.timestamps import read_time
 
 KEYS_FILE = "keys.sqlite"
 KEY_PREFIX = "evx_"

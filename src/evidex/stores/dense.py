@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from evidex.errors import StoreError
-from evidex.types import ScoredId, SearchFilters
+from evidex.types import Chunk, ScoredId, SearchFilters
 
 _NEVER = np.iinfo(np.int64).max
 _ALWAYS = np.iinfo(np.int64).min
@@ -70,6 +70,20 @@ class DenseIndex:
             published=np.array([_epoch(r["published_at"], _ALWAYS) for r in rows], dtype=np.int64),
             expires=np.array([_epoch(r["expires_at"], _NEVER) for r in rows], dtype=np.int64),
             rowids=np.array([r["rowid"] for r in rows], dtype=np.int64))
+
+    @classmethod
+    def of_chunks(cls, chunks: Sequence[Chunk]) -> DenseIndex:
+        """The fields `SearchFilters` test of `chunks`, without vectors: its `passes` is the test every store's
+        search applies (times are whole seconds, as stores keep them)."""
+        def epoch(value: datetime | None, default: int) -> int:
+            return default if value is None else int(value.timestamp())
+
+        return cls([c.record_id for c in chunks], np.zeros((len(chunks), 0), dtype=np.float32),
+                   doc_ids=[c.doc_id for c in chunks], sources=[c.source for c in chunks],
+                   families=[c.provenance.evidence_family for c in chunks],
+                   labels=[c.provenance.access_labels for c in chunks],
+                   published=np.array([epoch(c.provenance.published_at, _ALWAYS) for c in chunks], dtype=np.int64),
+                   expires=np.array([epoch(c.provenance.expires_at, _NEVER) for c in chunks], dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.ids)

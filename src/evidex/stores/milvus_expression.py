@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from evidex.retrieval.lexical import STOPWORDS
+from evidex.lexical import STOPWORDS
 from evidex.stores.milvus_schema import to_epoch
 from evidex.types import SearchFilters
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,10 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from evidex.errors import StoreError
-from evidex.ingest.provenance import format_time, read_time
-from evidex.stores.dense import DenseIndex
 from evidex.stores.rows import chunk_from_row
 from evidex.stores.transfer import DeadLetterEvent
+from evidex.timestamps import format_time, read_time
 from evidex.types import BatchInfo, Chunk
 
 SCHEMA_VERSION = 1
@@ -53,11 +51,6 @@ CHUNK_FIELDS = [*(f for f in _STRINGS if f not in {"bm25_text", "retired_by"}), 
                  "access_labels"]
 ROW_FIELDS = ["pk", *CHUNK_FIELDS, "retired_by", "bm25_text", "vector"]
 META_FIELDS = ["key", "kind", "seq", "batch_id", "status", "body"]
-# Rows whose text can hold a link (`evidex.retrieval.links`): a Markdown link has "](", an HTML one "href=" in
-# any case, and Milvus's LIKE has no case-insensitive form, so its "=" stands for it.
-MAY_LINK = 'text like "%](%" or text like "%=%"'
-LINK_FIELDS = ["record_id", "source", "text", "doc_id", "evidence_family", "access_labels", "published_at",
-                "expires_at"]
 
 
 def to_epoch(value: datetime | None, default: int) -> int:
@@ -100,16 +93,6 @@ def to_chunk(row: dict[str, Any]) -> Chunk:
                           indexed_at=_from_epoch(row["indexed_at"]), access_labels=row["access_labels"])
 
 
-def filter_fields(rows: Sequence[dict[str, Any]]) -> DenseIndex:
-    """The fields `SearchFilters` test of `rows` (with `LINK_FIELDS`), held as a `DenseIndex` without vectors:
-    its `passes` is the filter test of the SQLite store's dense search and link index."""
-    return DenseIndex([r["record_id"] for r in rows], np.zeros((len(rows), 0), dtype=np.float32),
-                      doc_ids=[r["doc_id"] for r in rows], sources=[r["source"] for r in rows],
-                      families=[r["evidence_family"] for r in rows], labels=[r["access_labels"] for r in rows],
-                      published=np.array([r["published_at"] for r in rows], dtype=np.int64),
-                      expires=np.array([r["expires_at"] for r in rows], dtype=np.int64))
-
-
 def check_lengths(row: dict[str, Any]) -> None:
     for name, limit in (*_STRINGS.items(), *_NULLABLE.items()):
         value = row[name]
@@ -123,43 +106,8 @@ def check_lengths(row: dict[str, Any]) -> None:
 def open_collections(client: Any, collection: str, meta: str, dim: int, is_lite: bool) -> None:
     """Create the chunk collection and its `_meta` companion where missing, with their indexes; refuse a
     chunk collection of another vector dimension; load both."""
-    from pymilvus import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
-        DataType,
-        Function,
-        FunctionType,
-    )
-
     if not client.has_collection(collection):
-        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
-        schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=4200)
-        for name, length in _STRINGS.items():
-            analyzed = name in {"title", "bm25_text"}
-            extra: dict[str, Any] = {"enable_analyzer": True, "analyzer_params": ANALYZER} if analyzed else {}
-            schema.add_field(name, DataType.VARCHAR, max_length=length, **extra)
-        for name, length in _NULLABLE.items():
-            schema.add_field(name, DataType.VARCHAR, max_length=length, nullable=True)
-        for name in _INTS:
-            schema.add_field(name, DataType.INT64)
-        schema.add_field("access_labels", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=1024,
-                         max_length=512)
-        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
-        for source, target in (("bm25_text", "text_sparse"), ("title", "title_sparse")):
-            schema.add_field(target, DataType.SPARSE_FLOAT_VECTOR)
-            schema.add_function(Function(name=f"{target}_bm25", function_type=FunctionType.BM25,
-                                         input_field_names=[source], output_field_names=[target]))
-        index = client.prepare_index_params()
-        if is_lite:  # exact, like the SQLite store; Lite indexes no ARRAY and gains little from HNSW
-            index.add_index("vector", index_type="FLAT", metric_type="COSINE")
-        else:
-            index.add_index("vector", index_type="HNSW", metric_type="COSINE", params=HNSW_PARAMS)
-            for name in ("retired_by", "record_id", "doc_id", "batch_id", "evidence_family", "source",
-                         "access_labels"):
-                index.add_index(name, index_type="INVERTED")
-            for name in ("published_at", "expires_at", "row_seq"):
-                index.add_index(name, index_type="STL_SORT")
-        for name in ("text_sparse", "title_sparse"):
-            index.add_index(name, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=BM25_PARAMS)
-        _create(client, is_lite, collection, schema, index)
+        _create(client, is_lite, collection, _chunk_schema(client, dim), _chunk_indexes(client, is_lite))
     else:
         fields = {f["name"]: f for f in client.describe_collection(collection)["fields"]}
         stored = int(fields.get("vector", {}).get("params", {}).get("dim", -1))
@@ -167,6 +115,8 @@ def open_collections(client: Any, collection: str, meta: str, dim: int, is_lite:
             raise StoreError(f"collection {collection!r} holds {stored}-dimensional vectors, "
                              f"not {dim}")
     if not client.has_collection(meta):
+        from pymilvus import DataType  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("key", DataType.VARCHAR, is_primary=True, max_length=1024)
         schema.add_field("kind", DataType.VARCHAR, max_length=16)
@@ -181,6 +131,51 @@ def open_collections(client: Any, collection: str, meta: str, dim: int, is_lite:
     for name in (collection, meta):
         if str(client.get_load_state(name)["state"]).rsplit(".", 1)[-1].lower() != "loaded":
             client.load_collection(name)
+
+
+def _chunk_schema(client: Any, dim: int) -> Any:
+    """The chunk collection's fields, and the BM25 functions that fill its two sparse vectors."""
+    from pymilvus import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        DataType,
+        Function,
+        FunctionType,
+    )
+
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=4200)
+    for name, length in _STRINGS.items():
+        analyzed = name in {"title", "bm25_text"}
+        extra: dict[str, Any] = {"enable_analyzer": True, "analyzer_params": ANALYZER} if analyzed else {}
+        schema.add_field(name, DataType.VARCHAR, max_length=length, **extra)
+    for name, length in _NULLABLE.items():
+        schema.add_field(name, DataType.VARCHAR, max_length=length, nullable=True)
+    for name in _INTS:
+        schema.add_field(name, DataType.INT64)
+    schema.add_field("access_labels", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=1024,
+                     max_length=512)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+    for source, target in (("bm25_text", "text_sparse"), ("title", "title_sparse")):
+        schema.add_field(target, DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(Function(name=f"{target}_bm25", function_type=FunctionType.BM25,
+                                     input_field_names=[source], output_field_names=[target]))
+    return schema
+
+
+def _chunk_indexes(client: Any, is_lite: bool) -> Any:
+    """The chunk collection's indexes: exact vectors on Lite, HNSW and scalar indexes on a server."""
+    index = client.prepare_index_params()
+    if is_lite:  # exact, like the SQLite store; Lite indexes no ARRAY and gains little from HNSW
+        index.add_index("vector", index_type="FLAT", metric_type="COSINE")
+    else:
+        index.add_index("vector", index_type="HNSW", metric_type="COSINE", params=HNSW_PARAMS)
+        for name in ("retired_by", "record_id", "doc_id", "batch_id", "evidence_family", "source",
+                     "access_labels"):
+            index.add_index(name, index_type="INVERTED")
+        for name in ("published_at", "expires_at", "row_seq"):
+            index.add_index(name, index_type="STL_SORT")
+    for name in ("text_sparse", "title_sparse"):
+        index.add_index(name, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=BM25_PARAMS)
+    return index
 
 
 def _create(client: Any, is_lite: bool, name: str, schema: Any, index: Any) -> None:

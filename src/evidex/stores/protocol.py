@@ -1,11 +1,29 @@
-"""The store contract. Every backend (embedded SQLite, Milvus) implements it; the pipeline above it
-(fusion, families, the gate, signals) is written once. `evidex.testing.store_contract` checks it."""
+"""The store contract: what a storage engine must do. Every backend (embedded SQLite, Milvus) implements it; the
+pipeline above it (fusion, families, the gate, signals, and the corpus facts of `evidex.retrieval.corpus`) is
+written once. `evidex.testing.store_contract` checks it.
+
+`Store` has eight methods and one attribute, grouped by what they serve:
+
+* writing: `commit_batch` (all of a batch or nothing) and `rollback`;
+* reading: `get` (by record id) and `all_chunks` (the snapshot's scan);
+* searching: `search_dense` and `search_sparse`, each with the same `SearchFilters` applied before the limit;
+* `snapshot_id`, which names what a search read (results are replayed and caches kept by it), and `close`;
+* `ledger`: the index's bookkeeping (`Ledger`): batches, dead letters, the embedder of its vectors, each live
+  document's hash, counts. It is one object rather than seven more store methods because its callers are the
+  operations (ingest, `evidex batches`, stats), never a search, and a backend keeps it beside its chunks in its
+  own way (SQLite in tables, Milvus in a companion collection).
+
+What the pipeline reads of the corpus beside search (what pages say around their links to a page, how many
+records hold a word, reading ahead at warm-up) is not storage: `evidex.retrieval.corpus` computes it from the
+protocol above. A backend that can answer faster offers an optional capability (`WordCounts`, `ReadAhead`),
+checked at run time; a third backend is one class meeting `Store` (and `Ledger`) plus the contract suite.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -38,19 +56,22 @@ class BatchWrite:
     embedding_model: str = ""  # the model_id of the embedder that made its vectors ("" when it has none)
 
 
-class Store(Protocol):
+class Ledger(Protocol):
+    """What an index records beside its chunks, read by the operations (ingest, rollback, stats), never by a
+    search: `store.ledger.batches()`."""
+
     @property
     def finished_rollbacks(self) -> Sequence[str]:
         """Rollbacks a crash had interrupted that opening the store completed, oldest first (a store whose rollback
         is one transaction, as SQLite's, never has any)."""
         ...
 
-    def commit_batch(self, batch: BatchWrite) -> BatchInfo:
-        """Apply a batch atomically. A document's old chunks are retired, not deleted, so rollback works."""
+    def batches(self) -> list[BatchInfo]:
+        """Every batch, committed or rolled back, in commit order."""
         ...
 
-    def rollback(self, batch_id: str | None = None) -> BatchInfo:
-        """Undo the last committed batch (or `batch_id`) atomically; restores the chunks it replaced."""
+    def dead_letters(self) -> list[DeadLetter]:
+        """Sources whose latest load failed, by source; `attempts` counts failures since it last loaded."""
         ...
 
     def embedding_model(self) -> str | None:
@@ -61,6 +82,32 @@ class Store(Protocol):
 
     def document_hashes(self) -> dict[str, str]:
         """doc_id -> content hash of each live document (to skip unchanged documents)."""
+        ...
+
+    def chunk_count(self) -> int:
+        """The live chunks (`stats()["chunks"]`), counted without reading them: a server's warm-up asks, and on
+        Milvus `stats()` reads every live row."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """At least `backend`, `snapshot_id`, `documents` and `chunks` (live), `retired_chunks`, `batches`
+        (committed), `rolled_back_batches`, `dead_letters`, `families` and `access_labels` (live chunks per
+        family and per label)."""
+        ...
+
+
+class Store(Protocol):
+    @property
+    def ledger(self) -> Ledger:
+        """The index's batches, dead letters, embedder, document hashes and counts."""
+        ...
+
+    def commit_batch(self, batch: BatchWrite) -> BatchInfo:
+        """Apply a batch atomically. A document's old chunks are retired, not deleted, so rollback works."""
+        ...
+
+    def rollback(self, batch_id: str | None = None) -> BatchInfo:
+        """Undo the last committed batch (or `batch_id`) atomically; restores the chunks it replaced."""
         ...
 
     def get(self, record_ids: Sequence[str]) -> list[Chunk]:
@@ -84,42 +131,32 @@ class Store(Protocol):
         wider than its scope returns up to `limit` hits inside it and up to `limit` outside."""
         ...
 
-    def word_counts(self, text: str, readers: tuple[str, ...] | None = None) -> tuple[int, dict[str, int]]:
-        """The live records (those carrying one of `readers`, when given) and, for each word of `text` the sparse
-        search would search, how many of them hold it (title or text); (0, {}) when the store cannot tell."""
-        ...
-
-    def inlink_contexts(self, sources: Sequence[str], filters: SearchFilters | None = None) -> dict[str, list[str]]:
-        """For each of `sources` (pages) that links of other pages' live records name, the words around those
-        links (`evidex.retrieval.links`), only from records that pass `filters` (the requester's): what readable
-        pages say of it."""
-        ...
-
-    def read_ahead(self, words: Sequence[str]) -> None:
-        """Read now what sparse searches of `words` will need (a server's warm-up): searches then cost what they
-        would after those words had been searched once, with the same results. Nothing where there is no
-        such cache."""
-        ...
-
-    def batches(self) -> list[BatchInfo]:
-        ...
-
-    def dead_letters(self) -> list[DeadLetter]:
-        ...
-
     def snapshot_id(self) -> str:
         """Changes whenever the searchable content changes (a commit or a rollback)."""
         ...
 
-    def stats(self) -> dict[str, Any]:
-        ...
-
-    def chunk_count(self) -> int:
-        """The live chunks (`stats()["chunks"]`), counted without reading them: a server's warm-up asks, and on
-        Milvus `stats()` reads every live row."""
-        ...
-
     def close(self) -> None:
+        ...
+
+
+@runtime_checkable
+class WordCounts(Protocol):
+    """Optional: a store that knows how many records hold a word (a full-text index's postings). Without it,
+    `evidex.retrieval.corpus.word_counts` answers "cannot tell"."""
+
+    def word_counts(self, text: str, readers: tuple[str, ...] | None = None) -> tuple[int, dict[str, int]]:
+        """The live records (those carrying one of `readers`, when given) and, for each word of `text` the sparse
+        search would search, how many of them hold it (title or text)."""
+        ...
+
+
+@runtime_checkable
+class ReadAhead(Protocol):
+    """Optional: a store that caches what sparse searches read, and can read it before the first search."""
+
+    def read_ahead(self, words: Sequence[str]) -> None:
+        """Read now what sparse searches of `words` will need (a server's warm-up): searches then cost what they
+        would after those words had been searched once, with the same results."""
         ...
 
 

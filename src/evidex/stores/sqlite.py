@@ -2,53 +2,44 @@
 
 Records, provenance, vectors, batches and dead letters live in tables; FTS5 holds BM25 postings of the
 live records. Dense search is exact: the live vectors are loaded once per snapshot into a numpy matrix
-and filters become boolean masks; records read by id are kept decoded for their snapshot too. A replaced
-chunk is retired (`retired_by` = the batch that replaced it), never deleted, so rolling a batch back
-restores exactly what it replaced. Every batch and every rollback is one transaction: a process killed
-mid-ingest leaves the last committed state.
+and filters become boolean masks; records read by id are kept decoded for their snapshot too. Every batch and
+every rollback is one transaction (`evidex.stores.sqlite_write`), which bumps the index's generation: the
+generation names a snapshot and keeps the per-snapshot caches (the dense matrix, each word's matches, decoded
+records) valid.
 
 The tables, their numbered migrations and a row as a chunk or a batch are in `evidex.stores.sqlite_schema`;
-FTS5's bm25(), summed word by word for sparse search, in `evidex.stores.sqlite_bm25`.
-
-This module is longer than the usual 300 lines (about 530): it holds the store class (about 470) and little
-else. Its writes (a batch or a rollback, each one transaction that retires or restores rows and bumps the
-generation) and its reads share its connections, their locks and that generation, which names a snapshot and
-keeps the per-snapshot caches (the dense matrix, each word's matches, decoded records, link contexts) valid:
-they are read together.
+FTS5's bm25(), summed word by word for sparse search, in `evidex.stores.sqlite_bm25`; the batches, dead letters
+and counts (`Ledger`) in `evidex.stores.sqlite_ledger`. Besides `Store` it offers the `WordCounts` and
+`ReadAhead` capabilities, both from the full-text postings its sparse search reads.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from evidex.errors import StoreError
-from evidex.ingest.provenance import format_time, read_time
-from evidex.retrieval.lexical import tokens
-from evidex.retrieval.links import LinkIndex
+from evidex.lexical import tokens
 from evidex.stores.dense import DenseIndex
-from evidex.stores.protocol import BatchWrite, model_after
-from evidex.stores.rows import label_counts
+from evidex.stores.protocol import BatchWrite
 from evidex.stores.snapshot_cache import SnapshotCache
-from evidex.stores.sqlite_bm25 import BM25, WordMatches, fts5_idf, significant, top
+from evidex.stores.sqlite_bm25 import BM25, WordMatches, fts5_idf, match_words, significant, top
+from evidex.stores.sqlite_ledger import SqliteLedger
 from evidex.stores.sqlite_schema import (
     CHUNK_COLUMNS,
     MIGRATIONS,
     now,
-    row_to_batch,
     row_to_chunk,
     statements,
 )
-from evidex.types import BatchInfo, Chunk, DeadLetter, ScoredId, SearchFilters
+from evidex.stores.sqlite_write import undo_batch, write_batch
+from evidex.types import BatchInfo, Chunk, ScoredId, SearchFilters
 
 INDEX_FILE = "index.sqlite"
 
@@ -62,8 +53,6 @@ def _regexp(pattern: str, value: str | None) -> bool:
 
 class SqliteStore:
     """`Store` on one SQLite file. Safe to share between threads (one connection behind a lock)."""
-
-    finished_rollbacks: Sequence[str] = ()  # a rollback is one transaction: a crash never leaves one half done
 
     def __init__(self, directory: Path, *, title_weight: float = 1.0) -> None:
         if directory.exists() and not directory.is_dir():
@@ -89,8 +78,8 @@ class SqliteStore:
         self._word_cache: SnapshotCache[str, WordMatches] = SnapshotCache(_WORD_CACHE_ROWS, lambda m: len(m[0]))
         self._dense: DenseIndex | None = None
         self._dense_generation = -1
-        self._links: tuple[int, LinkIndex] | None = None  # (generation, its live records' link contexts)
         self._chunk_cache: SnapshotCache[str, Chunk] = SnapshotCache(_CHUNK_CACHE_ROWS)  # live record id (see get)
+        self.ledger = SqliteLedger(self._db, self._lock, self.path, self.snapshot_id)
 
     # ---- schema -----------------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -121,34 +110,7 @@ class SqliteStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                replaced = retired = 0
-                self._check_dimension(batch)
-                self._record_model(batch)
-                for doc in batch.documents:
-                    old = [r[0] for r in self._db.execute(
-                        "SELECT rowid FROM records WHERE doc_id=? AND retired_by IS NULL", (doc.doc_id,))]
-                    if old:
-                        replaced += bool(doc.chunks)
-                        retired += not doc.chunks
-                        self._retire(old, batch.batch_id)
-                    for chunk, vector in zip(doc.chunks, doc.vectors, strict=True):
-                        self._insert(chunk, doc.doc_hash, batch.batch_id, vector)
-                for letter in batch.dead_letters:
-                    self._db.execute(
-                        "INSERT INTO dead_letter_events (source, kind, reason, location, path, batch_id, at) "
-                        "VALUES (?, 'failed', ?, ?, ?, ?, ?)",
-                        (letter.source, letter.reason, letter.location, letter.path or letter.location,
-                         batch.batch_id, format_time(letter.failed_at)))
-                for source in batch.resolved_dead_letters:
-                    self._db.execute(
-                        "INSERT INTO dead_letter_events (source, kind, reason, location, path, batch_id, at) "
-                        "VALUES (?, 'resolved', '', '', '', ?, ?)", (source, batch.batch_id, started))
-                added = sum(len(d.chunks) for d in batch.documents)
-                self._db.execute(
-                    "INSERT INTO batches (batch_id, label, started_at, finished_at, status, added, replaced, "
-                    "retired, unchanged, dead_letters) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (batch.batch_id, batch.label, started, now(), "committed", added, replaced, retired,
-                     batch.unchanged, len(batch.dead_letters)))
+                write_batch(self._db, batch, started)
                 self._bump_generation()
                 self._db.execute("COMMIT")
             except sqlite3.IntegrityError as exc:
@@ -157,114 +119,21 @@ class SqliteStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        return self._batch(batch.batch_id)
-
-    def _check_dimension(self, batch: BatchWrite) -> None:
-        """Every vector of an index has one dimension: a batch from another embedding model would make dense
-        search fail for every query (or, at the same dimension, compare unlike vectors; that one the store
-        cannot see)."""
-        row = self._db.execute("SELECT length(vector) FROM records LIMIT 1").fetchone()
-        have = None if row is None else row[0] // 4
-        for doc in batch.documents:
-            if not doc.chunks:
-                continue
-            dim = int(doc.vectors.shape[1])
-            if have is not None and dim != have:
-                raise StoreError(f"this index holds {have}-dimensional vectors and the batch brings {dim}-dimensional "
-                                 "ones: the embedding model changed. Ingest into a new index (or export/import "
-                                 "after re-embedding)")
-            have = dim
-
-    def embedding_model(self) -> str | None:
-        with self._lock:
-            return self._recorded_model()
-
-    def _recorded_model(self) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key='embedding_model'").fetchone()
-        return None if row is None else str(row[0])
-
-    def _record_model(self, batch: BatchWrite) -> None:
-        """Inside the batch's transaction: `model_after` names the index's model, or refuses the batch."""
-        recorded = self._recorded_model()
-        model = model_after(recorded, batch, lambda: self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone()
-                            is None)
-        if model is not None and recorded is None:
-            self._db.execute("INSERT INTO meta VALUES ('embedding_model', ?)", (model,))
-
-    def _retire(self, rowids: Sequence[int], batch_id: str) -> None:
-        for rowid in rowids:
-            self._db.execute("DELETE FROM records_fts WHERE rowid=?", (rowid,))
-            self._db.execute("UPDATE records SET retired_by=? WHERE rowid=?", (batch_id, rowid))
-
-    def _insert(self, chunk: Chunk, doc_hash: str, batch_id: str, vector: npt.NDArray[np.float32]) -> None:
-        p = chunk.provenance
-        cur = self._db.execute(
-            f"INSERT INTO records ({CHUNK_COLUMNS}, doc_hash, vector) VALUES "
-            f"({', '.join('?' * 24)})",
-            (chunk.record_id, chunk.doc_id, chunk.chunk_index, chunk.source, chunk.title, chunk.heading,
-             chunk.text, chunk.citation_anchor, chunk.span_start, chunk.span_end, chunk.content_hash,
-             p.source_version, format_time(p.published_at), format_time(p.expires_at),
-             json.dumps(list(p.access_labels)), p.citation_uri, p.authority_tier, p.evidence_family, p.owner,
-             p.superseded_by, batch_id, format_time(chunk.indexed_at) or now(), doc_hash,
-             np.asarray(vector, dtype=np.float32).tobytes()))
-        self._db.execute("INSERT INTO records_fts (rowid, title, text) VALUES (?,?,?)",
-                         (cur.lastrowid, chunk.title, chunk.text))
+        return self.ledger.batch(batch.batch_id)
 
     def rollback(self, batch_id: str | None = None) -> BatchInfo:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                if batch_id is None:
-                    row = self._db.execute(
-                        "SELECT batch_id FROM batches WHERE status='committed' ORDER BY seq DESC LIMIT 1"
-                    ).fetchone()
-                    if row is None:
-                        raise StoreError("nothing to roll back: no committed batch")
-                    batch_id = str(row[0])
-                status = self._db.execute("SELECT status FROM batches WHERE batch_id=?", (batch_id,)).fetchone()
-                if status is None:
-                    raise StoreError(f"unknown batch {batch_id!r}")
-                if status[0] != "committed":
-                    raise StoreError(f"batch {batch_id!r} is already {status[0]}")
-                later = self._db.execute(
-                    "SELECT DISTINCT retired_by FROM records WHERE batch_id=? AND retired_by IS NOT NULL",
-                    (batch_id,)).fetchall()
-                # A batch that retired a document without writing any of it (the document was emptied) holds
-                # no rows a later batch could retire: a later version of that document shows as live rows.
-                later += self._db.execute(
-                    "SELECT DISTINCT batch_id FROM records WHERE retired_by IS NULL AND batch_id != ? AND doc_id IN "
-                    "(SELECT doc_id FROM records WHERE retired_by = ?)", (batch_id, batch_id)).fetchall()
-                if later:
-                    names = ", ".join(sorted({str(r[0]) for r in later}))
-                    raise StoreError(f"batch {batch_id!r} cannot be rolled back alone: later batch(es) {names} "
-                                     "replaced its documents; roll those back first")
-                for (rowid,) in self._db.execute("SELECT rowid FROM records WHERE batch_id=?", (batch_id,)):
-                    self._db.execute("DELETE FROM records_fts WHERE rowid=?", (rowid,))
-                self._db.execute("DELETE FROM records WHERE batch_id=?", (batch_id,))
-                restored = self._db.execute(
-                    "SELECT rowid, title, text FROM records WHERE retired_by=?", (batch_id,)).fetchall()
-                for row in restored:
-                    self._db.execute("INSERT INTO records_fts (rowid, title, text) VALUES (?,?,?)",
-                                     (row["rowid"], row["title"], row["text"]))
-                self._db.execute("UPDATE records SET retired_by=NULL WHERE retired_by=?", (batch_id,))
-                self._db.execute("DELETE FROM dead_letter_events WHERE batch_id=?", (batch_id,))
-                self._db.execute("UPDATE batches SET status='rolled-back' WHERE batch_id=?", (batch_id,))
-                if self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None:  # no vector is left
-                    self._db.execute("DELETE FROM meta WHERE key='embedding_model'")
+                batch_id = undo_batch(self._db, batch_id)
                 self._bump_generation()
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        return self._batch(batch_id)
+        return self.ledger.batch(batch_id)
 
     # ---- reads --------------------------------------------------------------------------------------
-    def document_hashes(self) -> dict[str, str]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT DISTINCT doc_id, doc_hash FROM records WHERE retired_by IS NULL").fetchall()
-        return {r[0]: r[1] for r in rows}
-
     def get(self, record_ids: Sequence[str]) -> list[Chunk]:
         """The live records among `record_ids`, in that order. A record read once is kept for its snapshot: a
         search asks for many of the same records several times (its pool, rescues, look-ups), and a server's
@@ -350,7 +219,7 @@ class SqliteStore:
         could test restricted text for that word. The word's term-frequency part is recovered by dividing out
         FTS5's idf and multiplied by the idf among readable rows. Only the average row length is still taken
         over every row: it says nothing of which words restricted text holds."""
-        words = [f'"{t}"' for t in dict.fromkeys(tokens(query))]
+        words = match_words(query)
         if not words or limit <= 0:
             return []
         if title_only:
@@ -386,38 +255,15 @@ class SqliteStore:
 
     def word_counts(self, text: str, readers: tuple[str, ...] | None = None) -> tuple[int, dict[str, int]]:
         words = list(dict.fromkeys(tokens(text)))
-        index, per_word = self._snapshot_matches([f'"{w}"' for w in words])
+        index, per_word = self._snapshot_matches(match_words(text))
         readable = index.mask(SearchFilters(access_labels=readers)) if readers is not None else None
         total = len(index) if readable is None else int(readable.sum())
         return total, {w: len(at) if readable is None else int(readable[at].sum())
                        for w, (at, _) in zip(words, per_word, strict=True)}
 
-    def inlink_contexts(self, sources: Sequence[str], filters: SearchFilters | None = None) -> dict[str, list[str]]:
-        """Read from a link index of the snapshot's live records, built on first use after each commit or
-        rollback from the records whose text holds a link (k8s: 1,728 of 3,563 chunks, 0.2 s)."""
-        for _ in range(3):  # a commit between the link index and the filter's snapshot: read both again
-            index, generation = self._dense_snapshot()
-            links = self._link_index(generation)
-            if links is not None:
-                readable, _ = index.passes(filters)
-                return links.contexts(sources, readable)
-        raise StoreError("the index kept changing during a search; try again")
-
-    def _link_index(self, generation: int) -> LinkIndex | None:
-        """The link index at `generation` (None when the index has moved past it)."""
-        with self._lock:
-            if self._links is None or self._links[0] != generation:
-                if self._generation() != generation:
-                    return None
-                rows = self._db.execute(
-                    "SELECT record_id, source, text FROM records WHERE retired_by IS NULL AND "
-                    "(instr(text, '](') > 0 OR instr(lower(text), 'href') > 0) ORDER BY rowid").fetchall()
-                self._links = (generation, LinkIndex((r["record_id"], r["source"], r["text"]) for r in rows))
-            return self._links[1]
-
     def read_ahead(self, words: Sequence[str]) -> None:
         """Each word's matches and scores, read into the per-snapshot cache a search reads them from."""
-        self._snapshot_matches([f'"{t}"' for t in dict.fromkeys(t for w in words for t in tokens(w))])
+        self._snapshot_matches(list(dict.fromkeys(m for w in words for m in match_words(w))))
 
     def _snapshot_matches(self, words: Sequence[str]) -> tuple[DenseIndex, list[WordMatches]]:
         """The dense snapshot and each one-word MATCH expression's matches, read at the same generation."""
@@ -455,55 +301,12 @@ class SqliteStore:
                     self._word_cache.keep(w, found[w])
             return [found[w] for w in words]
 
-    def batches(self) -> list[BatchInfo]:
-        with self._lock:
-            ids = [r[0] for r in self._db.execute("SELECT batch_id FROM batches ORDER BY seq")]
-        return [self._batch(b) for b in ids]
-
-    def _batch(self, batch_id: str) -> BatchInfo:
-        with self._lock:
-            r = self._db.execute("SELECT * FROM batches WHERE batch_id=?", (batch_id,)).fetchone()
-        if r is None:
-            raise StoreError(f"unknown batch {batch_id!r}")
-        return row_to_batch(r)
-
-    def dead_letters(self) -> list[DeadLetter]:
-        with self._lock:
-            rows = self._db.execute("SELECT * FROM dead_letters ORDER BY source").fetchall()
-        return [DeadLetter(source=r["source"], reason=r["reason"], batch_id=r["batch_id"],
-                           failed_at=read_time(r["failed_at"]) or datetime.now(UTC), location=r["location"],
-                           attempts=r["attempts"], path=r["path"]) for r in rows]
-
     def snapshot_id(self) -> str:
         with self._lock:
             generation = self._generation()
             last = self._db.execute(
                 "SELECT batch_id FROM batches WHERE status='committed' ORDER BY seq DESC LIMIT 1").fetchone()
         return f"g{generation}-{last[0] if last else 'empty'}"
-
-    def chunk_count(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM records WHERE retired_by IS NULL").fetchone()[0])
-
-    def stats(self) -> dict[str, Any]:
-        with self._lock:
-            one = self._db.execute
-            return {
-                "backend": "sqlite",
-                "path": str(self.path),
-                "snapshot_id": self.snapshot_id(),
-                "documents": one("SELECT COUNT(DISTINCT doc_id) FROM records WHERE retired_by IS NULL"
-                                 ).fetchone()[0],
-                "chunks": self.chunk_count(),
-                "retired_chunks": one("SELECT COUNT(*) FROM records WHERE retired_by IS NOT NULL").fetchone()[0],
-                "batches": one("SELECT COUNT(*) FROM batches WHERE status='committed'").fetchone()[0],
-                "rolled_back_batches": one("SELECT COUNT(*) FROM batches WHERE status='rolled-back'").fetchone()[0],
-                "dead_letters": one("SELECT COUNT(*) FROM dead_letters").fetchone()[0],
-                "families": dict(one("SELECT COALESCE(evidence_family, '-'), COUNT(*) FROM records WHERE "
-                                     "retired_by IS NULL GROUP BY 1 ORDER BY 1").fetchall()),
-                "access_labels": label_counts(one("SELECT access_labels, COUNT(*) FROM records WHERE "
-                                                  "retired_by IS NULL GROUP BY 1").fetchall(), json.loads),
-            }
 
     def check_integrity(self) -> list[str]:
         """Problems found (empty when consistent): SQLite's own check plus FTS and live-record invariants."""

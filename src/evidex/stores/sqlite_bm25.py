@@ -1,7 +1,7 @@
 """FTS5's bm25() as `SqliteStore.search_sparse` (`evidex.stores.sqlite`) sums it word by word: the ranking
 expression, one word's matching rows and their scores (`WordMatches`, which the store keeps per snapshot),
-FTS5's idf (to take a word's rarity over the records a reader may read instead of over every record), and the
-cut to a search's limit in FTS5's own order (score, then rowid).
+FTS5's idf (to take a word's rarity over the records a reader may read instead of over every record), the
+cut to a search's limit in FTS5's own order (score, then rowid), and query text as FTS5 MATCH expressions.
 """
 
 from __future__ import annotations
@@ -11,8 +11,21 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from evidex.lexical import tokens
+
 BM25 = "bm25(records_fts, ?, 1.0)"  # (title, text) column weights: the title weight is a setting
 WordMatches = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]  # rows' positions in the snapshot, scores
+
+
+def match_words(text: str) -> list[str]:
+    """Each distinct word of `text` (`evidex.lexical.tokens`) as a one-word FTS5 MATCH expression, quoted so no
+    word is read as an operator, a column filter or a prefix: what a sparse search of `text` searches."""
+    return [f'"{t}"' for t in dict.fromkeys(tokens(text))]
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 MATCH expression for `text`: every distinct word quoted (no operator injection), OR-ed."""
+    return " OR ".join(match_words(text))
 
 
 def fts5_idf(rows: int, hits: int) -> float:

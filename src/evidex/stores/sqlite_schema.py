@@ -21,8 +21,8 @@ import json
 import sqlite3
 from datetime import UTC, datetime
 
-from evidex.ingest.provenance import format_time, read_time
 from evidex.stores.rows import chunk_from_row
+from evidex.timestamps import format_time, read_time
 from evidex.types import BatchInfo, Chunk
 
 # Numbered migrations: the position in this list is the schema version (PRAGMA user_version).

@@ -28,9 +28,9 @@ import numpy as np
 import numpy.typing as npt
 
 from evidex.errors import StoreError
-from evidex.ingest.provenance import format_time, read_time
 from evidex.stores.sqlite import SqliteStore
 from evidex.stores.sqlite_schema import row_to_batch, row_to_chunk
+from evidex.timestamps import format_time, read_time
 from evidex.types import BatchInfo, Chunk, Provenance
 
 FORMAT = "evidex-index"
