@@ -21,7 +21,7 @@ the same model had made other vectors there (cosine to the reference 0.9855 at w
 exact) and other rankings. The session option `session.x64quantprecision` moves the weights to uint8
 (the same products) for kernels that sum in 32 bits. Exact products do not make every result the same across
 CPUs: an Intel Xeon with AVX-512 VNNI and an AMD EPYC without it rank a few near-ties differently (the float
-operations around the products, or numpy's after them; not pinned down), docs/evaluation.md, "Across CPUs".
+operations around the products, or numpy's after them; not pinned down), docs/lab/evaluation.md, "Across CPUs".
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from evidex.embedding.onnx_export import (  # imports no torch: torch is only lo
     model_id_of,
     read_manifest,
 )
+from evidex.embedding.ort_sessions import session
 from evidex.embedding.protocol import Vectors
 from evidex.errors import BackendUnavailable, EmbeddingError
 
@@ -182,24 +183,10 @@ class OnnxEmbedder:
         return row
 
 
-EXACT_INT8_PRODUCTS = "session.x64quantprecision"  # u8×u8 kernels: no 16-bit saturation on x86 without VNNI
-
-
 def _session(ort: Any, model_path: Path, threads: int) -> Any:
-    """`threads` intra-op threads (the caller's and threads - 1 workers that sleep when idle: spinning ones
-    steal a busy machine's cores). Concurrent run() calls are safe; with one thread each uses its caller's."""
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.intra_op_num_threads = threads
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.log_severity_level = 3
-    opts.add_session_config_entry(EXACT_INT8_PRODUCTS, "1")
-    try:
-        return ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
-        raise EmbeddingError(f"cannot load {model_path}: {exc}") from exc
+    """A session on `threads` intra-op threads that loads the optimized graph saved beside the model once
+    (`evidex.embedding.ort_sessions`): the same vectors, a faster start."""
+    return session(ort, model_path, threads)
 
 
 def _mean_pool_normalise(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> Vectors:
