@@ -166,6 +166,10 @@ class IngestConfig:
                                "file.", in_hash=False)
     exclude: str = setting("", "Comma-separated globs; a file matching one is not read (exclusion wins).",
                            in_hash=False)
+    max_document_bytes: int = setting(8_000_000, "A larger file (or JSONL line) is a dead letter, not read.", ge=0,
+                                      zero=_OFF, in_hash=False)
+    document_timeout_s: float = setting(10.0, "Reading or chunking one document longer than this makes it a dead "
+                                              "letter; the batch goes on.", ge=0, zero=_OFF, in_hash=False)
 
 
 CHECKS: dict[type[Any], tuple[Check, ...]] = {

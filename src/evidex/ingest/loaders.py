@@ -1,4 +1,4 @@
-"""Loaders: directories of markdown / text / HTML, and JSONL corpora (BEIR `_id` accepted).
+"""Loaders: directories of markdown / text / HTML / PDF, and JSONL corpora (BEIR `_id` accepted).
 
 A loader never raises for one bad document: it yields a `LoadFailure` naming the file (and line) and
 the reason, and goes on. The ingest run turns failures into dead letters.
@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from evidex.errors import IngestError
+from evidex.errors import BackendUnavailable, IngestError
+from evidex.ingest.html import html_document
+from evidex.ingest.limits import MAX_NESTING, DocumentLimits, DocumentTimeout
 from evidex.ingest.markdown import find_headings, split_front_matter
+from evidex.ingest.pdf import pdf_document
 from evidex.ingest.provenance import misspelled_keys, provenance_fields
 from evidex.types import Document, Provenance
 
+DEFAULT_LIMITS = DocumentLimits()
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 TEXT_SUFFIXES = {".txt", ".text", ".rst"}
 HTML_SUFFIXES = {".html", ".htm"}
+PDF_SUFFIXES = {".pdf"}
 JSONL_SUFFIXES = {".jsonl"}
 
 
@@ -35,12 +38,13 @@ class LoadFailure:
     doc_id: str | None = None  # the document it would have been, when known (a file's id is its path)
 
 
-def iter_documents(path: Path, root: Path | None = None,
-                   select: Callable[[str], bool] | None = None) -> Iterator[Document | LoadFailure]:
+def iter_documents(path: Path, root: Path | None = None, select: Callable[[str], bool] | None = None,
+                   limits: DocumentLimits = DEFAULT_LIMITS) -> Iterator[Document | LoadFailure]:
     """Documents under `path`: a directory (walked in sorted order) or a single file. A directory's documents
     are named by their path under `root` (default: `path`). Paths are made absolute, so a dead letter can be
     retried from any working directory. `select`: which of a directory's files (by path under `root`) to read
-    (`SourceSelection.admits`: include / exclude globs); a file given by name is always read."""
+    (`SourceSelection.admits`: include / exclude globs); a file given by name is always read. `limits`: each
+    document's size and time bound (one over them is a `LoadFailure` saying which)."""
     path = path.absolute()
     if path.is_dir():
         root = (root or path).absolute()
@@ -54,15 +58,15 @@ def iter_documents(path: Path, root: Path | None = None,
             if select is not None and not select(file.relative_to(root).as_posix()):
                 continue
             suffix = file.suffix.lower()
-            if suffix in MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES:
-                yield load_file(file, file.relative_to(root).as_posix())
+            if suffix in MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES:
+                yield load_file(file, file.relative_to(root).as_posix(), limits)
             elif suffix in JSONL_SUFFIXES:
-                yield from iter_jsonl(file, file.relative_to(root).as_posix())
+                yield from iter_jsonl(file, file.relative_to(root).as_posix(), limits)
     elif path.is_file():
         if path.suffix.lower() in JSONL_SUFFIXES:  # its letters by full path: two files given may share a name
-            yield from iter_jsonl(path, str(path))
+            yield from iter_jsonl(path, str(path), limits)
         else:
-            yield load_file(path, path.name)
+            yield load_file(path, path.name, limits)
     else:
         yield LoadFailure(str(path), "no such file or directory", str(path), str(path))
 
@@ -81,9 +85,29 @@ def _walk(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     return sorted(files), sorted(unlisted)
 
 
-def load_file(file: Path, source: str) -> Document | LoadFailure:
+def load_file(file: Path, source: str, limits: DocumentLimits = DEFAULT_LIMITS) -> Document | LoadFailure:
+    """One file as a document, or the reason it is none: over the size bound (not read at all), slower to read
+    than the time bound, nested too deeply, unreadable or malformed."""
+    try:
+        problem = limits.size_problem(file.stat().st_size)
+    except OSError as exc:
+        return LoadFailure(source, f"cannot read: {exc.strerror}", str(file), str(file), doc_id=source)
+    if problem is not None:
+        return LoadFailure(source, problem, str(file), str(file), doc_id=source)
+    try:
+        with limits.deadline("reading the document"):
+            return _read_file(file, source)
+    except DocumentTimeout as exc:
+        return LoadFailure(source, exc.reason, str(file), str(file), doc_id=source)
+    except RecursionError:
+        return LoadFailure(source, "nested too deeply to read", str(file), str(file), doc_id=source)
+
+
+def _read_file(file: Path, source: str) -> Document | LoadFailure:
     try:
         raw = file.read_bytes()
+        if file.suffix.lower() in PDF_SUFFIXES:
+            return pdf_document(raw, source, str(file), _stem_title(source))
         try:
             text = raw.decode("utf-8-sig")  # a byte-order mark would hide the front matter behind it
         except UnicodeDecodeError as exc:
@@ -94,13 +118,13 @@ def load_file(file: Path, source: str) -> Document | LoadFailure:
         if suffix in MARKDOWN_SUFFIXES:
             return _markdown_document(text, source, str(file))
         if suffix in HTML_SUFFIXES:
-            title, body = html_to_markdown(text)
-            return Document(doc_id=source, source=source, title=title or _stem_title(source), text=body,
-                            fmt="markdown", origin=str(file))
+            return html_document(text, source, str(file), _stem_title(source))
         return Document(doc_id=source, source=source, title=_stem_title(source), text=text, fmt="text",
                         origin=str(file))
     except IngestError as exc:
         return LoadFailure(source, exc.reason, exc.location or str(file), str(file), doc_id=source)
+    except BackendUnavailable as exc:  # a PDF without the pdf extra: a letter to retry once it is installed
+        return LoadFailure(source, str(exc), str(file), str(file), doc_id=source)
     except OSError as exc:
         return LoadFailure(source, f"cannot read: {exc.strerror}", str(file), str(file), doc_id=source)
 
@@ -121,7 +145,8 @@ def _stem_title(source: str) -> str:
     return stem.replace("-", " ").replace("_", " ").strip().capitalize() if stem else source
 
 
-def iter_jsonl(file: Path, name: str | None = None) -> Iterator[Document | LoadFailure]:
+def iter_jsonl(file: Path, name: str | None = None,
+               limits: DocumentLimits = DEFAULT_LIMITS) -> Iterator[Document | LoadFailure]:
     """One document per line: {"doc_id" | "_id", "title"?, "text", "source"?, provenance fields...}. A bad
     line (invalid JSON or UTF-8, not an object, no id) fails alone. `name`: the file as its dead letters
     call it (its path under the ingested directory; two directories' docs.jsonl must not share letters)."""
@@ -134,13 +159,26 @@ def iter_jsonl(file: Path, name: str | None = None) -> Iterator[Document | LoadF
     with handle:
         for n, raw in enumerate(handle, start=1):
             location = f"{file}:{n}"
-            try:
-                line = _decode_line(raw, n, location)
-                if not line.strip():
-                    continue
-                yield _jsonl_document(line, location)
-            except IngestError as exc:
-                yield LoadFailure(f"{name}:{n}", exc.reason, location, location)
+            loaded = _load_line(raw, n, location, limits)  # bounded here, yielded outside the bound
+            if isinstance(loaded, str):
+                yield LoadFailure(f"{name}:{n}", loaded, location, location)
+            elif loaded is not None:
+                yield loaded
+
+
+def _load_line(raw: bytes, n: int, location: str, limits: DocumentLimits) -> Document | str | None:
+    """One JSONL line as a document, the reason it is none, or None for a blank line."""
+    problem = limits.size_problem(len(raw))
+    if problem is not None:
+        return problem
+    try:
+        with limits.deadline("reading the line"):
+            line = _decode_line(raw, n, location)
+            return _jsonl_document(line, location) if line.strip() else None
+    except IngestError as exc:
+        return exc.reason
+    except DocumentTimeout as exc:
+        return exc.reason
 
 
 def _decode_line(raw: bytes, n: int, location: str) -> str:
@@ -150,7 +188,8 @@ def _decode_line(raw: bytes, n: int, location: str) -> str:
         raise IngestError(f"not UTF-8 text (byte {exc.start})", location=location) from None
 
 
-def read_jsonl_line(file: Path, line_number: int, name: str | None = None) -> Document | LoadFailure | None:
+def read_jsonl_line(file: Path, line_number: int, name: str | None = None,
+                    limits: DocumentLimits = DEFAULT_LIMITS) -> Document | LoadFailure | None:
     """Load one line of a JSONL corpus again (a dead-letter retry). None: the line is blank or gone from its
     file, so nothing is left to load (like a deleted file)."""
     location = f"{file}:{line_number}"
@@ -159,10 +198,8 @@ def read_jsonl_line(file: Path, line_number: int, name: str | None = None) -> Do
         with file.open("rb") as handle:
             for n, raw in enumerate(handle, start=1):
                 if n == line_number:
-                    line = _decode_line(raw, n, location)
-                    return _jsonl_document(line, location) if line.strip() else None
-    except IngestError as exc:
-        return LoadFailure(source, exc.reason, location, location)
+                    loaded = _load_line(raw, n, location, limits)
+                    return LoadFailure(source, loaded, location, location) if isinstance(loaded, str) else loaded
     except OSError as exc:
         return LoadFailure(source, f"cannot read: {exc.strerror}", location, location)
     return None
@@ -173,9 +210,15 @@ def _jsonl_document(line: str, location: str) -> Document:
         item: Any = json.loads(line)
     except json.JSONDecodeError as exc:
         raise IngestError(f"invalid JSON: {exc.msg} (column {exc.colno})", location=location) from None
+    except RecursionError:
+        raise IngestError(f"JSON nested deeper than {MAX_NESTING} levels", location=location) from None
+    if _json_depth(item) > MAX_NESTING:  # metadata that deep is no document's: nothing below may recurse on it
+        raise IngestError(f"JSON nested deeper than {MAX_NESTING} levels", location=location)
     if not isinstance(item, dict):
         raise IngestError("a JSONL document must be an object", location=location)
     doc_id = item.get("doc_id", item.get("_id"))
+    if isinstance(doc_id, bool):  # JSON true is not the id "True"
+        raise IngestError(f"'doc_id' must be a string or an integer, not {str(doc_id).lower()}", location=location)
     if not isinstance(doc_id, (str, int)) or str(doc_id) == "":
         raise IngestError("missing 'doc_id' (or BEIR '_id')", location=location)
     text = item.get("text")
@@ -192,69 +235,14 @@ def _jsonl_document(line: str, location: str) -> Document:
                     provenance=provenance, fmt="text", origin=location, warnings=tuple(misspelled_keys(item)))
 
 
-class _HtmlToMarkdown(HTMLParser):
-    _SKIP = frozenset({"script", "style", "nav", "footer", "head"})
-    _BLOCK = frozenset({"p", "div", "li", "tr", "br", "pre", "section", "article", "table", "ul", "ol", "blockquote"})
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self.title = ""
-        self._skipping: list[str] = []  # the skipped elements open now, innermost last
-        self._in_title = False
-        self._heading_id: str | None = None  # inside a heading: the id the page gives it (None: no heading open)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "body":  # nothing skipped (an unclosed <head> or <nav>) can hold the body
-            self._skipping.clear()
-        if tag in self._SKIP:
-            self._skipping.append(tag)
-        if tag == "title":
-            self._in_title = True
-        elif self._skipping:
-            return
-        elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
-            self.out.append("\n\n" + "#" * int(tag[1]) + " ")
-            self._heading_id = _html_id(attrs) or ""
-        elif self._heading_id == "":  # <h2><a id="restore"></a>Restore</h2>: the inner anchor names it
-            self._heading_id = _html_id(attrs) or ""
-        elif tag in self._BLOCK:
-            self.out.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._skipping:
-            del self._skipping[len(self._skipping) - 1 - self._skipping[::-1].index(tag):]
-        if tag == "title":
-            self._in_title = False
-        elif not self._skipping and ((len(tag) == 2 and tag[0] == "h") or tag in self._BLOCK):
-            if len(tag) == 2 and tag[0] == "h" and self._heading_id:  # cite the page's own anchor, not a slug
-                self.out.append(f" {{#{self._heading_id}}}")
-            if len(tag) == 2 and tag[0] == "h":
-                self._heading_id = None
-            self.out.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title += data
-        elif not self._skipping:
-            self.out.append(data)
-
-
-_HTML_ID = re.compile(r"[\w:.-]+")  # what a markdown heading's {#id} can carry (letters of any script)
-
-
-def _html_id(attrs: list[tuple[str, str | None]]) -> str | None:
-    value = next((v for k, v in attrs if k in ("id", "name") and v), None)
-    return value if value is not None and _HTML_ID.fullmatch(value) else None
-
-
-def html_to_markdown(html: str) -> tuple[str, str]:
-    """(title, markdown-ish body) from HTML: headings kept as `#` lines, scripts and styles dropped."""
-    parser = _HtmlToMarkdown()
-    parser.feed(html)
-    parser.close()
-    lines = [line.strip() for line in "".join(parser.out).splitlines()]
-    body = "\n".join(lines)
-    while "\n\n\n" in body:
-        body = body.replace("\n\n\n", "\n\n")
-    return parser.title.strip(), body.strip()
+def _json_depth(value: Any) -> int:
+    """How deeply `value` nests lists and objects (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, depth)
+            if depth <= MAX_NESTING:
+                stack.extend((child, depth + 1) for child in children)
+    return deepest

@@ -20,6 +20,7 @@ import yaml
 
 from evidex.errors import IngestError
 from evidex.ingest.delimited import closed_spans, code_spans, tooltip_spans, unlink
+from evidex.ingest.limits import MAX_NESTING
 
 _FRONT_MATTER = {
     "---": re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S),
@@ -66,7 +67,10 @@ def split_front_matter(text: str, location: str) -> tuple[dict[str, Any], int]:
         if match is None:
             raise IngestError(f"front matter opened with {marker!r} is never closed", location=f"{location}:1")
         try:
-            fields = yaml.safe_load(match.group(1)) if marker == "---" else tomllib.loads(match.group(1))
+            fields = _parse_front_matter(match.group(1), marker)
+        except RecursionError:  # a backstop: the parsers are bounded before they could recurse this deep
+            raise IngestError(f"front matter nested deeper than {MAX_NESTING} levels",
+                              location=f"{location}:1") from None
         except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError, OverflowError) as exc:
             # ValueError / OverflowError: a date YAML cannot build ("2024-13-45")
             line = getattr(getattr(exc, "problem_mark", None), "line", None)
@@ -78,6 +82,40 @@ def split_front_matter(text: str, location: str) -> tuple[dict[str, Any], int]:
             raise IngestError("front matter is not a mapping", location=f"{location}:1")
         return fields, match.end()
     return {}, 0
+
+
+def _parse_front_matter(text: str, marker: str) -> Any:
+    """YAML (`---`) or TOML (`+++`) front matter, nested at most `MAX_NESTING` levels: deeper metadata is no
+    page's, and the parsers recurse once per level (1,000 levels would end the whole ingest)."""
+    if marker == "---":
+        return yaml.load(text, Loader=_BoundedYamlLoader)  # a SafeLoader
+    brackets = _BRACKETS.sub("", text)  # TOML nests only in arrays and inline tables
+    depth = deepest = 0
+    for ch in brackets:
+        depth = depth + 1 if ch in "[{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    if deepest > MAX_NESTING:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels")
+    return tomllib.loads(text)
+
+
+_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+class _BoundedYamlLoader(yaml.SafeLoader):
+    """The safe YAML loader, refusing nodes nested deeper than `MAX_NESTING` (with the line they start on)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING:
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_NESTING} levels",
+                                                  self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _first_line(exc: Exception) -> str:
