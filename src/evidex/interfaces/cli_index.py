@@ -10,12 +10,23 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from evidex.admission.gate import AccessRule, CitationRule, GatePolicy
 from evidex.engine import Engine
-from evidex.interfaces.cli_runtime import ConfigOpt, IndexOpt, err, open_engine, out, plural, progress_bar, run
+from evidex.interfaces.cli_runtime import (
+    ConfigOpt,
+    IndexOpt,
+    JsonOpt,
+    err,
+    open_engine,
+    out,
+    plural,
+    progress_bar,
+    run,
+)
+from evidex.interfaces.cli_tables import emit
+from evidex.interfaces.render import printable_tree, safe_markup
 from evidex.types import IngestReport
 
 
@@ -40,7 +51,7 @@ def ingest_cmd(
     """Ingest documents as one batch (unchanged documents are skipped)."""
     missing = [str(p) for p in paths if not p.exists()]
     if missing:  # a typo, not a document that failed to load: nothing is written
-        err.print(f"[bold red]error:[/] no such file or directory: {escape(', '.join(missing))}",
+        err.print(f"[bold red]error:[/] no such file or directory: {safe_markup(', '.join(missing))}",
                   highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     with open_engine(config, index, create=True) as engine, progress_bar(sys.stderr.isatty() and not json_out) as bar:
@@ -60,10 +71,10 @@ def ingest_cmd(
               + f"{len(report.dead_letters)} dead letters, {report.seconds:.1f} s")
     _print_problems(report, gated, live)
     if report.retired_documents:
-        out.print(f"  retired: {escape(_first_five(report.retired_documents))} ('evidex rollback' restores them)",
-                  highlight=False)
+        out.print(f"  retired: {safe_markup(_first_five(report.retired_documents))} ('evidex rollback' restores "
+                  "them)", highlight=False)
     if report.sync_skipped:
-        out.print(f"  [yellow]nothing retired[/]: {escape(report.sync_skipped)}", highlight=False)
+        out.print(f"  [yellow]nothing retired[/]: {safe_markup(report.sync_skipped)}", highlight=False)
 
 
 def _gated(engine: Engine) -> bool:
@@ -77,25 +88,25 @@ def _print_problems(report: IngestReport, gated: bool, live: set[str]) -> None:
     gate will never admit (a page without access labels is otherwise silently never returned)."""
     for letter in report.dead_letters:
         kept = " (its previous version stays live)" if letter.source in live else ""
-        out.print(f"  [yellow]dead letter[/] {escape(letter.location or letter.source)}: {escape(letter.reason)}"
-                  f"{kept}", highlight=False)
+        out.print(f"  [yellow]dead letter[/] {safe_markup(letter.location or letter.source)}: "
+                  f"{safe_markup(letter.reason)}{kept}", highlight=False)
     if report.resolved_dead_letters:
         names = report.resolved_dead_letters
         out.print(f"  {len(names)} dead letter(s) resolved (loaded now, or the file or JSONL line is gone): "
-                  f"{escape(_first_five(names))}", highlight=False)
+                  f"{safe_markup(_first_five(names))}", highlight=False)
     for warning in report.warnings:
-        out.print(f"  [yellow]warning[/] {escape(warning.source)}: {escape(warning.reason)}", highlight=False)
+        out.print(f"  [yellow]warning[/] {safe_markup(warning.source)}: {safe_markup(warning.reason)}", highlight=False)
     if report.unmatched_overlay_sources:
         names = report.unmatched_overlay_sources
         out.print(f"  [yellow]{len(names)} metadata overlay source(s) match no document of this ingest[/] (not "
                   "applied: a source is the document's path under the folder ingested, or its JSONL 'source'): "
-                  f"{escape(_first_five(names))}", highlight=False)
+                  f"{safe_markup(_first_five(names))}", highlight=False)
     unadmittable = report.without_labels_or_citation
     if unadmittable and gated:
         out.print(f"  [yellow]{len(unadmittable)} document(s) the gate will never admit[/] (no access_labels or "
                   "no citation_uri; add them in front matter, a --metadata overlay (source_glob entries cover "
                   f"many), or --default-labels / --citation-base): "
-                  f"{escape(_first_five(unadmittable))}",
+                  f"{safe_markup(_first_five(unadmittable))}",
                   highlight=False)
 
 
@@ -104,10 +115,11 @@ def _first_five(names: Sequence[str]) -> str:
     return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
 
 
-def stats_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
+def stats_cmd(config: ConfigOpt = None, index: IndexOpt = None, json_out: JsonOpt = False) -> None:
     """Documents, chunks, batches, dead letters and families in the index."""
     with open_engine(config, index) as engine:
-        out.print_json(data=run(engine.stats))
+        stats = run(engine.stats)
+    emit(stats if json_out else printable_tree(stats), json_out=json_out, title="index")
 
 
 def batches_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
@@ -118,7 +130,7 @@ def batches_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
         out.print("no batches yet: `evidex ingest PATH` writes the first")
     for b in batches:  # two lines each: a table of nine columns is unreadable in 80 columns
         finished = b.finished_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if b.finished_at else "-"
-        out.print(f"[bold]{b.batch_id}[/]  {b.status:<11}  {finished}  {escape(b.label)}")
+        out.print(f"[bold]{b.batch_id}[/]  {b.status:<11}  {finished}  {safe_markup(b.label)}")
         out.print(f"  +{b.added} chunks · documents {b.replaced} replaced, {b.retired} retired, "
                   f"{b.unchanged} unchanged · {b.dead_letters} dead letters", highlight=False)
 
@@ -157,7 +169,8 @@ def dead_letters_cmd(ctx: typer.Context, config: ConfigOpt = None, index: IndexO
         return
     table = Table("source", "where", "reason", "attempts", "batch")
     for d in letters:
-        table.add_row(d.source, d.location, d.reason, str(d.attempts), d.batch_id)
+        table.add_row(safe_markup(d.source), safe_markup(d.location), safe_markup(d.reason), str(d.attempts),
+                      d.batch_id)
     out.print(table)
 
 
@@ -180,20 +193,20 @@ def dead_letters_retry_cmd(
 
 
 def export_cmd(directory: Annotated[Path, typer.Argument(help="where to write the portable index")],
-               config: ConfigOpt = None, index: IndexOpt = None) -> None:
+               config: ConfigOpt = None, index: IndexOpt = None, json_out: JsonOpt = False) -> None:
     """Write the index (chunks, vectors, provenance, batches, dead letters) to a portable directory."""
     from evidex.stores.transfer import export_index
 
     with open_engine(config, index) as engine:
         manifest = run(lambda: export_index(engine.store, directory))
-    out.print_json(data=manifest)
+    emit(manifest, json_out=json_out, title=f"exported to {directory}")
 
 
 def import_cmd(directory: Annotated[Path, typer.Argument(help="a directory written by `evidex export`")],
-               config: ConfigOpt = None, index: IndexOpt = None) -> None:
+               config: ConfigOpt = None, index: IndexOpt = None, json_out: JsonOpt = False) -> None:
     """Load an exported index into this configuration's (empty) store, without re-embedding."""
     from evidex.stores.transfer import import_index
 
     with open_engine(config, index, create=True) as engine:
         manifest = run(lambda: import_index(directory, engine.store))
-    out.print_json(data=manifest)
+    emit(manifest, json_out=json_out, title=f"imported from {directory}")

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from evidex.admission.gate import Principal
 from evidex.agent import ask
@@ -22,6 +21,8 @@ from evidex.interfaces.cli_runtime import (
     AtOpt,
     ConfigOpt,
     IndexOpt,
+    JsonOpt,
+    demo_hint,
     err,
     open_engine,
     out,
@@ -30,7 +31,8 @@ from evidex.interfaces.cli_runtime import (
     progress_bar,
     run,
 )
-from evidex.interfaces.render import render_result
+from evidex.interfaces.cli_tables import emit
+from evidex.interfaces.render import printable, printable_tree, render_result, safe_markup
 from evidex.result import decision_json, first_difference
 from evidex.timestamps import format_time
 from evidex.types import Candidate, RetrievalMode
@@ -70,19 +72,21 @@ def search_cmd(
                                  "snapshot_id": engine.store.snapshot_id(), "config_hash": engine.config.hash(),
                                  "results": [_candidate_dict(c) for c in hits]})
             return
+    if not hits:
+        out.print("no results: nothing in the index matches the query", highlight=False)
     for rank, c in enumerate(hits, start=1):
         ch = c.chunk
         anchor = f"#{ch.citation_anchor}" if ch.citation_anchor else ""
-        out.print(f"[bold]{rank:>2}.[/] {c.score:.3f}  [cyan]{escape(ch.source + anchor)}[/]  {escape(ch.title)}"
-                  f"{' — ' + escape(ch.heading) if ch.heading else ''}", highlight=False)
+        out.print(f"[bold]{rank:>2}.[/] {c.score:.3f}  [cyan]{safe_markup(ch.source + anchor)}[/]  "
+                  f"{safe_markup(ch.title)}{' — ' + safe_markup(ch.heading) if ch.heading else ''}", highlight=False)
         family = ch.provenance.evidence_family or "-"
-        out.print(f"     family={family} version={ch.provenance.source_version or '-'} id={ch.record_id}",
-                  style="dim", highlight=False)
-        snippet = " ".join(ch.text.split())[:200]
+        out.print(f"     family={safe_markup(family)} version={safe_markup(ch.provenance.source_version or '-')} "
+                  f"id={ch.record_id}", style="dim", highlight=False)
+        snippet = " ".join(printable(ch.text).split())[:200]
         out.print(f"     {snippet}", highlight=False, markup=False)
 
 
-def show_cmd(record_id: str, config: ConfigOpt = None, index: IndexOpt = None) -> None:
+def show_cmd(record_id: str, config: ConfigOpt = None, index: IndexOpt = None, json_out: JsonOpt = False) -> None:
     """One record with its provenance and text."""
     with open_engine(config, index) as engine:
         chunk = run(lambda: engine.show(record_id))
@@ -91,7 +95,7 @@ def show_cmd(record_id: str, config: ConfigOpt = None, index: IndexOpt = None) -
         raise typer.Exit(1)
     data = _candidate_dict(Candidate(chunk=chunk, score=0.0))
     data.pop("score")
-    out.print_json(data=data)
+    emit(data if json_out else printable_tree(data), json_out=json_out, title=f"record {record_id}")
 
 
 def _check_question(query: str, aspect_focus: str | None = None, k: int = tool.DEFAULT_K) -> None:
@@ -114,14 +118,14 @@ def _unreadable_hint(engine: Engine, who: Principal) -> str | None:
     """Why nothing was admitted, when the principal could not have been admitted anything: the gate fails closed,
     and the searches the question steers see only what the principal may read, so nothing was even rejected."""
     if not who.labels:
-        return (f"hint: principal {escape(who.name)!r} holds no access labels, so no page can be admitted: pass "
+        return (f"hint: principal {safe_markup(who.name)!r} holds no access labels, so no page can be admitted: pass "
                 "--labels LABEL[,LABEL] (or set \\[gate] default_labels in evidex.toml)")
     held = run(engine.stats).get("access_labels")
     if held is None or set(who.labels) & set(held):
         return None
     unlabelled = f"; {held['-']} chunks carry no label at all and are never admitted" if held.get("-") else ""
     # The labels themselves are not listed: a query's output is no place for what else the index guards.
-    return (f"hint: no indexed page carries any of the labels {escape(', '.join(who.labels))}{unlabelled} (an "
+    return (f"hint: no indexed page carries any of the labels {safe_markup(', '.join(who.labels))}{unlabelled} (an "
             "operator sees every label in `evidex stats`; give access_labels in front matter or a --metadata "
             "overlay)")
 
@@ -169,7 +173,8 @@ def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved 
         saved = json.loads(result_file.read_text(encoding="utf-8"))
         req = saved["request"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        err.print(f"[bold red]error:[/] {escape(str(result_file))} is not a saved evidex result ({escape(str(exc))})")
+        err.print(f"[bold red]error:[/] {safe_markup(str(result_file))} is not a saved evidex result "
+                  f"({safe_markup(str(exc))})")
         raise typer.Exit(4) from None
     with open_engine(config, index) as engine:
         who = Principal.of(req["principal"]["name"], req["principal"]["labels"]) if req["principal"] else None
@@ -193,7 +198,7 @@ def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved 
                   "reads changed")
         return
     without_cost = [{k: v for k, v in r.items() if k != "cost"} for r in (saved, fresh)]
-    out.print(f"[bold red]different[/] at {escape(first_difference(without_cost[0], without_cost[1]) or '?')}")
+    out.print(f"[bold red]different[/] at {safe_markup(first_difference(without_cost[0], without_cost[1]) or '?')}")
     raise typer.Exit(1)
 
 
@@ -204,8 +209,8 @@ def verify_cmd(record_id: str,
     """Record a human verification of a claim against a record's current source version."""
     with open_engine(config, index) as engine:
         v = run(lambda: engine.verify(record_id, claim=claim, by=by))
-    out.print(f"recorded: {v.record_id} verified by {escape(v.verified_by)} at {format_time(v.verified_at)} "
-              f"(source version {escape(v.source_version)})")
+    out.print(f"recorded: {v.record_id} verified by {safe_markup(v.verified_by)} at {format_time(v.verified_at)} "
+              f"(source version {safe_markup(v.source_version)})")
 
 
 DEMO_QUESTIONS = [
@@ -237,8 +242,7 @@ def demo_cmd(index: Annotated[Path, typer.Option("--index", help="where the demo
                 out.rule(f"[bold]{title}")
                 result = run(lambda q=question: engine.search_with_reasoning(q, retrieved_at=at))  # type: ignore[misc]
                 render_result(out, result, show_text=False)
-    out.print("\nTry: .venv/bin/evidex query \"how do I rotate the transit key?\" --index .evidex/demo "
-              "-c src/evidex/sample/evidex.toml --labels engineering-read")
+    out.print("\n" + demo_hint(index), highlight=False, soft_wrap=True, markup=False)
 
 
 def ask_cmd(
@@ -263,16 +267,16 @@ def ask_cmd(
         sys.stdout.write(json.dumps(transcript.to_dict(), indent=2, sort_keys=True) + "\n")
         return
     for r in transcript.rounds:
-        focus = f" (aspect_focus: {escape(r['aspect_focus'])})" if r["aspect_focus"] else ""
-        unheld = f"not in the index: {escape(', '.join(r['aspects_not_in_index']))}; " \
+        focus = f" (aspect_focus: {safe_markup(r['aspect_focus'])})" if r["aspect_focus"] else ""
+        unheld = f"not in the index: {safe_markup(', '.join(r['aspects_not_in_index']))}; " \
             if r.get("aspects_not_in_index") else ""
-        out.print(f"[bold]round {r['round']}[/]{focus}: {r['action']} — {escape(r['reason'])}; "
-                  f"missing aspects: {escape(', '.join(r['aspects_missing']) or 'none')}; {unheld}"
+        out.print(f"[bold]round {r['round']}[/]{focus}: {r['action']} — {safe_markup(r['reason'])}; "
+                  f"missing aspects: {safe_markup(', '.join(r['aspects_missing']) or 'none')}; {unheld}"
                   f"+{len(r['new_evidence'])} evidence")
         if r.get("note"):
-            out.print(f"  [green]{escape(r['note'])}[/]")
-    out.print(f"final: [bold]{transcript.final_action}[/] — {escape(transcript.final_reason)}"
-              f"{'; ask ' + escape(transcript.owner) if transcript.owner else ''}")
+            out.print(f"  [green]{safe_markup(r['note'])}[/]")
+    out.print(f"final: [bold]{transcript.final_action}[/] — {safe_markup(transcript.final_reason)}"
+              f"{'; ask ' + safe_markup(transcript.owner) if transcript.owner else ''}")
     if not transcript.evidence:
         return
     # Evidence the loop did not accept is still shown, and said to be so: it is what an agent would cite.
@@ -280,5 +284,5 @@ def ask_cmd(
     out.print(f"evidence, {plural(len(transcript.evidence), 'chunk')}{verdict}:")
     for number, c in enumerate(transcript.evidence.values(), 1):
         # Unbroken: a citation URL cut by a line break can be neither clicked nor copied.
-        out.print(f"  {number:>2}. {escape(c['citation'] or c['source'])}  [dim](round {c['round']})[/]",
+        out.print(f"  {number:>2}. {safe_markup(c['citation'] or c['source'])}  [dim](round {c['round']})[/]",
                   highlight=False, soft_wrap=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich import box
@@ -12,6 +13,40 @@ from rich.table import Column, Table
 
 from evidex.signals.compute import planned
 
+# Terminal control from a document: escape sequences (CSI `ESC[2J`, OSC `ESC]0;title BEL`), the other C0 and C1
+# controls, and the bidirectional overrides that reorder what a line appears to say. Newlines and tabs stay.
+_ESCAPE_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_]?)"
+                              r"|\x9b[0-?]*[ -/]*[@-~]?|\x9d[^\x07\x1b\x9c]*[\x07\x9c]?")
+_CONTROLS = dict.fromkeys([*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F),
+                           *range(0x2066, 0x206A)])
+
+
+def printable(text: str) -> str:
+    """`text` without terminal control: a title or a page's text can neither clear the screen, recolour what
+    follows, retitle the window nor reverse a line. Layout (newlines, tabs) is kept.
+
+    >>> printable("Deploy\x1b[2J \x1b[31mguide\x1b[0m\x1b]0;pwned\x07 \u202eevil")
+    'Deploy guide evil'
+    """
+    return _ESCAPE_SEQUENCE.sub("", text).translate(_CONTROLS)
+
+
+def safe_markup(text: str) -> str:
+    """`text` to put inside rich markup: `printable`, and its brackets escaped (a title "[bold]" stays a title)."""
+    return escape(printable(text))
+
+
+def printable_tree(value: Any) -> Any:
+    """`value` (JSON-like data: a result, a record) with `printable` applied to every string, keys included."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable_tree(k): printable_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [printable_tree(v) for v in value]
+    return value
+
+
 _ACTION_STYLE = {"proceed": "bold green", "re-query": "bold yellow", "stop": "bold red"}
 _FAMILY_STYLE = {"covered": "green", "missing": "yellow", "found-but-rejected": "red"}
 
@@ -21,6 +56,18 @@ def _short(text: str, width: int = 40) -> str:
 
 
 def render_result(console: Console, result: dict[str, Any], *, show_text: bool = True) -> None:
+    """A result for a person: the request, the decision, the signals, the evidence (with the best chunk's text)
+    and what the gate rejected. Every string passes `printable` first: titles and text come from documents."""
+    result = printable_tree(result)
+    _render_decision(console, result)
+    _render_evidence(console, result, show_text=show_text)
+    _render_rejected(console, result.get("rejected"))
+    latency = result["cost"]["latency_ms"]
+    stages = " ".join(f"{k} {v:.1f}" for k, v in latency.items() if k != "total")
+    console.print(f"[dim]latency {latency['total']:.1f} ms ({stages})[/]")
+
+
+def _render_decision(console: Console, result: dict[str, Any]) -> None:
     req = result["request"]
     rec = result["decision"]["recommendation"]
     principal = req["principal"] or {"name": "-", "labels": []}
@@ -49,6 +96,9 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
                          for f in result["families"])
         # An automatic plan's obligations are the question's own aspects, not families anyone declared.
         console.print(f"{'aspects' if result['plan']['source'] == 'auto' else 'families'}: {fams}")
+
+
+def _render_evidence(console: Console, result: dict[str, Any], *, show_text: bool) -> None:
     if result["evidence"]:
         # The citation is what an answer quotes: folded onto a second line when narrow, never cut short.
         table = Table(Column("source#anchor", overflow="fold", ratio=1), Column("family", no_wrap=True), "status",
@@ -71,24 +121,24 @@ def render_result(console: Console, result: dict[str, Any], *, show_text: bool =
         snippet = " ".join(best["text"].split())[:400]
         console.print(Panel(escape(snippet), title=escape(best["citation"] or result["evidence"][0]["source"]),
                             expand=True))
-    rejected = result.get("rejected")
-    if rejected:
-        counts = {k: v for k, v in rejected["rejected_counts"].items() if v}
-        if counts:
-            console.print(f"rejected by the gate: {counts}")
-        # One line per page and reason (a long expired page has many chunks); the JSON lists every record.
-        pages: dict[tuple[str, str, str], int] = {}
-        for r in rejected["rejected"]:
-            key = (r.get("source") or r["record_id"], r["reason"], r.get("superseded_by") or "")
-            pages[key] = pages.get(key, 0) + 1
-        for (source, reason, successor), n in list(pages.items())[:8]:
-            line = f"  {escape(source)} [dim]{reason}{f' ×{n} chunks' if n > 1 else ''}[/]"
-            console.print(line + (f" (superseded by {escape(successor)})" if successor else ""))
-        if len(pages) > 8:
-            console.print(f"  [dim]… {len(pages) - 8} more (see --json)[/]")
-    latency = result["cost"]["latency_ms"]
-    stages = " ".join(f"{k} {v:.1f}" for k, v in latency.items() if k != "total")
-    console.print(f"[dim]latency {latency['total']:.1f} ms ({stages})[/]")
+
+
+def _render_rejected(console: Console, rejected: dict[str, Any] | None) -> None:
+    if not rejected:
+        return
+    counts = {k: v for k, v in rejected["rejected_counts"].items() if v}
+    if counts:
+        console.print(f"rejected by the gate: {counts}")
+    # One line per page and reason (a long expired page has many chunks); the JSON lists every record.
+    pages: dict[tuple[str, str, str], int] = {}
+    for r in rejected["rejected"]:
+        key = (r.get("source") or r["record_id"], r["reason"], r.get("superseded_by") or "")
+        pages[key] = pages.get(key, 0) + 1
+    for (source, reason, successor), n in list(pages.items())[:8]:
+        line = f"  {escape(source)} [dim]{reason}{f' ×{n} chunks' if n > 1 else ''}[/]"
+        console.print(line + (f" (superseded by {escape(successor)})" if successor else ""))
+    if len(pages) > 8:
+        console.print(f"  [dim]… {len(pages) - 8} more (see --json)[/]")
 
 
 def _fmt(value: float | None) -> str:
