@@ -1,5 +1,5 @@
 """What the cyclic garbage collector costs a searching process, with CPython's defaults and settled as the
-servers and `evidex eval` settle it (`evidex.engine.settle_heap`).
+servers and `evidex eval` settle it (`evidex.serving.settle_heap`).
 
     python scripts/bench_gc.py [--corpus DIR] [--questions FILE ...] [--passes 2]
 
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from evidex.config import load_config
-from evidex.engine import settle_heap
+from evidex.serving import settle_heap
 from evidex.evaluation.datasets import load_questions
 from evidex.evaluation.runner import open_eval_engine
 from evidex.pipeline import SearchRequest

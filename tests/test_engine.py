@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from evidex.engine import YOUNG_COLLECTION_THRESHOLD, Engine, settle_heap
+from evidex.engine import Engine
 from evidex.errors import ConfigError
 from evidex.evidence import terms
+from evidex.serving import YOUNG_COLLECTION_THRESHOLD, settle_heap
 from evidex.stores.sqlite import SqliteStore
 from evidex.types import RetrievalMode
 
@@ -63,14 +64,14 @@ def test_warm_up_reads_ahead_no_more_matches_than_its_bound(make_engine: EngineF
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The common words are read ahead, most common first (ties alphabetically), only up to WARM_WORD_MATCHES
     matches: "dusk" (14 pages) fits in 14, not beside "forages" (14 more), and nothing fits in 13."""
-    import evidex.engine as engine_module
+    import evidex.serving as serving_module
 
     pages = {f"{a}.md": f"# The {a}\n\nThe {a} forages at dusk.\n" for a in
              ["marmot", "quokka", "wombat", "tapir", "okapi", "dugong", "pangolin", "axolotl", "numbat", "kakapo",
               "gharial", "saola", "fossa", "dhole"]}
     corpus = write_corpus(pages)
     for bound, expected in ((14, {'"dusk"'}), (13, set())):
-        monkeypatch.setattr(engine_module, "WARM_WORD_MATCHES", bound)
+        monkeypatch.setattr(serving_module, "WARM_WORD_MATCHES", bound)
         engine = make_engine()
         engine.ingest([corpus])
         engine.warm_up()

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import hashlib
 import threading
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,16 +23,17 @@ from evidex.embedding.protocol import Embedder
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
 from evidex.evidence.plan import EvidencePlan
 from evidex.evidence.terms import chunk_terms
+from evidex.ingest.dead_letters import letter_target, reload_letter, settled_letters, still_duplicate
 from evidex.ingest.limits import DocumentLimits
-from evidex.ingest.loaders import LoadFailure, iter_documents, iter_jsonl, load_file, read_jsonl_line
+from evidex.ingest.loaders import LoadFailure, iter_documents
 from evidex.ingest.overlay import IngestRules, ProvenanceDefaults, read_overlay
-from evidex.ingest.run import DUPLICATE, FamilyRules, Progress, ingest
-from evidex.lexical import tokens
+from evidex.ingest.run import FamilyRules, Progress, ingest
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search, shapes_from_config
 from evidex.rerank.fused import context_terms
 from evidex.result import ResultContext, build_result, decision_json
 from evidex.retrieval.corpus import inlink_contexts, read_ahead
 from evidex.retrieval.hybrid import retrieve
+from evidex.serving import WARM_TERM_SETS_MAX, WARM_UP_QUERY, common_words, settle_heap
 from evidex.stores.protocol import Store, describe_model_mismatch
 from evidex.stores.sqlite import SqliteStore
 from evidex.types import (
@@ -63,42 +62,6 @@ def open_store(config: Config) -> Store:
 
 VERIFICATIONS_FILE = "verifications.sqlite"
 _SNAPSHOT_ATTEMPTS = 3  # runs of one search before a stream of commits is reported instead
-WARM_UP_QUERY = "How are access keys rotated, and who may read them?"
-WARM_TERM_SETS_MAX = 20_000  # chunks whose term sets a warm-up computes: about 1 s and 20 MB
-WARM_WORDS = 2_000  # the words most chunks hold, whose sparse matches a warm-up reads...
-WARM_WORD_MATCHES = 1_000_000  # ...up to about this many matches (16 MB, half the SQLite store's word cache)
-YOUNG_COLLECTION_THRESHOLD = 10_000  # allocations between collections of young objects (CPython's default: 700)
-
-
-def settle_heap() -> None:
-    """For a process that serves or measures searches, once its engine is warm (`Engine.warm_up`): what is
-    alive now (the model, the index snapshot, the caches) moves out of the cyclic collector's reach
-    (`gc.freeze`), and young objects are collected every 10,000 allocations instead of 700. A search allocates
-    tens of thousands of short-lived objects, and with CPython's defaults the collector would rescan every
-    cached chunk and pause searches (measured by `scripts/bench_gc.py`). Objects are still freed when their
-    last reference goes; only cycles among the frozen ones wait."""
-    gc.collect()
-    gc.freeze()
-    young, middle, old = gc.get_threshold()
-    gc.set_threshold(max(young, YOUNG_COLLECTION_THRESHOLD), middle, old)
-
-
-def common_words(chunks: Iterable[Chunk]) -> list[str]:
-    """The WARM_WORDS words most chunks hold (ties in alphabetical order), as many as keep their matches (a word's
-    chunks: about the rows of its matches) within WARM_WORD_MATCHES."""
-    held_by: Counter[str] = Counter()
-    for chunk in chunks:
-        held_by.update(set(tokens(chunk.title)).union(tokens(chunk.text)))
-    words: list[str] = []
-    matches = 0
-    for word, held in sorted(held_by.items(), key=lambda kv: (-kv[1], kv[0]))[:WARM_WORDS]:
-        matches += held
-        if matches > WARM_WORD_MATCHES:
-            break
-        words.append(word)
-    return words
-
-
 def ready_to_serve(engine: Engine) -> None:
     """A serving (or measuring) process's engine before its first request: warm, then the heap settled."""
     engine.warm_up()
@@ -112,10 +75,10 @@ def record_version(chunk: Chunk) -> str:
 
 def configured_embedder(config: Config) -> Embedder:
     """The embedder `config` names (built from the packaged model on first use; no download)."""
-    from evidex.embedding import default_model_dir, load_embedder
+    from evidex.embedding import load_embedder
 
     e = config.embedding
-    model_dir = Path(e.model_dir).expanduser() if e.model_dir else default_model_dir()
+    model_dir = Path(e.model_dir).expanduser() if e.model_dir else None  # None: the default model
     return load_embedder(e.backend, model_dir, config.cache_dir, e.threads or None, e.device, e.query_threads)
 
 
@@ -197,7 +160,7 @@ class Engine:
         limits = DocumentLimits.from_config(self.config.ingest)
         items: Iterable[Document | LoadFailure] = (item for p in paths
                                                    for item in iter_documents(Path(p), select=select, limits=limits))
-        settled = _settled_letters(self.store.ledger.dead_letters(), paths, sync=sync)
+        settled = settled_letters(self.store.ledger.dead_letters(), paths, sync=sync)
         return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, settled,
                             record_repeats=False, sync=sync, defaults=rules.defaults)
 
@@ -211,11 +174,11 @@ class Engine:
         now_loading: list[str] = []
         seen: set[tuple[str, str]] = set()
         for letter in self.store.ledger.dead_letters():
-            target = _letter_target(letter)
+            target = letter_target(letter)
             if target.is_absolute() and not target.exists():  # its file was deleted: nothing is left to retry
                 now_loading.append(letter.source)
                 continue
-            reloaded = [_still_duplicate(item, letter, live) for item in _reload(letter)]
+            reloaded = [still_duplicate(item, letter, live) for item in reload_letter(letter)]
             # A file can be named twice (by its own letter and by its directory's): loaded once, failed once.
             keys = [("failure", f"{i.source}\0{i.reason}") if isinstance(i, LoadFailure) else ("document", i.doc_id)
                     for i in reloaded]
@@ -370,63 +333,3 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _reload(letter: DeadLetter) -> list[Document | LoadFailure]:
-    """What a dead letter names, loaded again: one JSONL line, a whole JSONL file that could not be read, a
-    directory that could not be listed, or one file (a duplicate under the source it had, not the letter's
-    "source@path" name)."""
-    path = letter.path or letter.location
-    file, line = _letter_file(letter)
-    if line is not None and file.endswith(".jsonl"):
-        item = read_jsonl_line(Path(file), line, letter.source.rpartition(":")[0])
-        return [] if item is None else [item]  # a blank or deleted line: nothing is left to retry
-    if path.endswith(".jsonl"):  # the file could not be read at all: every line of it, now
-        return list(iter_jsonl(Path(path), letter.source))
-    if letter.source.endswith("/"):  # a directory that could not be listed ("sub/", or the full path of a root)
-        under = letter.source.rstrip("/")
-        return list(iter_documents(Path(path), root=Path(path if Path(under).is_absolute()
-                                                          else path.removesuffix(under))))
-    source = letter.source
-    if letter.reason.startswith(DUPLICATE):
-        source = source.removesuffix(f"@{letter.location}")
-    return [load_file(Path(path), source)]
-
-
-def _letter_file(letter: DeadLetter) -> tuple[str, int | None]:
-    """(the file or directory a dead letter names, the JSONL line number when it names one line)."""
-    path = letter.path or letter.location
-    file, _, line = path.rpartition(":")
-    return (file, int(line)) if file and line.isdigit() else (path, None)
-
-
-def _letter_target(letter: DeadLetter) -> Path:
-    """The file (or directory) a dead letter names: a JSONL line's file without its line number."""
-    return Path(_letter_file(letter)[0])
-
-
-def _settled_letters(letters: Sequence[DeadLetter], roots: Sequence[str | Path], *, sync: bool) -> list[str]:
-    """The dead letters an ingest of `roots` settles unless it fails them again (or fails the file or directory
-    they name): a directory under them that could not be listed (listed now, its documents load or fail on
-    their own), a line of a JSONL file under them (the file is read in full: the line loads, fails again, or is
-    blank or gone), and for a sync, a file deleted from under them (nothing is left to retry)."""
-    under = [Path(r).absolute() for r in roots]
-    out = []
-    for letter in letters:
-        file, line = _letter_file(letter)
-        target = Path(file)
-        if not target.is_absolute() or not any(r == target or r in target.parents for r in under):
-            continue
-        is_jsonl_line = line is not None and file.endswith(".jsonl") and target.is_file()
-        if letter.source.endswith("/") or is_jsonl_line or (sync and not target.exists()):
-            out.append(letter.source)
-    return out
-
-
-def _still_duplicate(item: Document | LoadFailure, letter: DeadLetter, live: set[str]) -> Document | LoadFailure:
-    """A document set aside as a duplicate stays aside while a document with its id is live: loading it would
-    replace the one that was kept."""
-    if isinstance(item, Document) and letter.reason.startswith(DUPLICATE) and item.doc_id in live:
-        return LoadFailure(letter.source, f"{DUPLICATE} {item.doc_id!r}: a live document already has this id "
-                           "(give one of them another doc_id)", letter.location, letter.path or letter.location)
-    return item
