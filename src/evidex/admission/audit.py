@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from evidex.admission.gate import GateDecision, Principal, RejectReason
 from evidex.errors import StoreError
+from evidex.private_files import private_file
 
 if sys.platform != "win32":
     import fcntl
@@ -107,7 +108,7 @@ class AuditLog:
             rejected=tuple(AuditedRejection(r.record_id, r.doc_id, r.reason) for r in decision.rejected),
         )
         line = json.dumps(entry.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)
         with self._lock, open(self.path, "a+b") as f:
             _lock_file(f)
             try:

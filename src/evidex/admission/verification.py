@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from evidex.private_files import private_file
+
 
 class EvidenceStatus(enum.Enum):
     CANDIDATE_FOUND = "candidate-found"
@@ -70,8 +72,7 @@ class VerificationLog:
     """Who verified which claim of which record, against which source version. One SQLite file."""
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = private_file(Path(path))
         with self._connect() as conn:
             _migrate(conn)
 

@@ -22,7 +22,6 @@ import hashlib
 import hmac
 import json
 import math
-import os
 import re
 import secrets
 import sqlite3
@@ -37,6 +36,7 @@ from typing import Any
 
 from evidex.admission.gate import Principal
 from evidex.errors import ConfigError
+from evidex.private_files import private_file
 from evidex.timestamps import read_time
 
 KEYS_FILE = "keys.sqlite"
@@ -138,9 +138,7 @@ class KeyStore:
         self.path = Path(path)
         self._clock = clock
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.path.exists():
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        private_file(self.path)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10)
         self._db.row_factory = sqlite3.Row
         self._migrate()
@@ -298,6 +296,8 @@ class RateLimiter:
     def __init__(self, path: str | Path = ":memory:", clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._lock = threading.Lock()
+        if str(path) != ":memory:":
+            private_file(Path(path))
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")

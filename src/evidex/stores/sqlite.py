@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from evidex.errors import StoreError
 from evidex.lexical import tokens
+from evidex.private_files import private_file
 from evidex.stores.dense import DenseIndex
 from evidex.stores.protocol import BatchWrite
 from evidex.stores.snapshot_cache import SnapshotCache
@@ -57,7 +58,7 @@ class SqliteStore:
     def __init__(self, directory: Path, *, title_weight: float = 1.0) -> None:
         if directory.exists() and not directory.is_dir():
             raise StoreError(f"{directory} is a file, not an index folder: point --index / the config at a folder")
-        directory.mkdir(parents=True, exist_ok=True)
+        private_file(directory / INDEX_FILE)  # 0600 in a 0700 folder (evidex.private_files)
         self.path = directory / INDEX_FILE
         self.title_weight = title_weight
         self._lock = threading.RLock()
