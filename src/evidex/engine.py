@@ -276,7 +276,8 @@ class Engine:
         outcome = self.run(request)
         result = self.result_of(outcome)
         if self.config.gate.audit_log and outcome.gate is not None:
-            log = AuditLog(self.config.index_dir / self.config.gate.audit_log)
+            log = AuditLog(self.config.index_dir / self.config.gate.audit_log,
+                           max_bytes=self.config.gate.audit_max_bytes, keep=self.config.gate.audit_keep)
             request_id = hashlib.sha256(decision_json(result).encode()).hexdigest()[:16]
             log.append(outcome.gate, request_id=request_id, principal=principal,
                        retrieved_at=outcome.retrieved_at, query=query)

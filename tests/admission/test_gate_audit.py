@@ -36,8 +36,8 @@ def test_one_line_per_decision_with_ids_and_reasons(tmp_path: Path) -> None:
         "retrieved_at": "2026-03-01T12:00:00Z",
         "query_sha256": hashlib.sha256(b"where are the secrets").hexdigest(),
         "admitted": ["ok"],
-        "rejected": [{"record_id": "secret", "doc_id": "doc-secret", "reason": "access-label-not-granted"},
-                     {"record_id": "old", "doc_id": "doc-old", "reason": "expired-at-retrieval-time"}],
+        "rejected": {"access-label-not-granted": {"doc-secret": ["secret"]},
+                     "expired-at-retrieval-time": {"doc-old": ["old"]}},
     }
     assert log.read() == [entry]
     assert entry.rejected[0] == AuditedRejection("secret", "doc-secret", RejectReason.ACCESS)

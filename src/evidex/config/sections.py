@@ -149,6 +149,10 @@ class GateConfig:
     default_owner: str = setting("", "Who takes the next step when no rejected record names an owner.")
     audit_log: str = setting("audit.jsonl", "The operators' audit log, relative to the index directory; empty = "
                                             "off.")
+    audit_max_bytes: int = setting(64_000_000, "The audit log is renamed audit.jsonl.1 (the one before to .2, ...) "
+                                               "before it grows past this.", ge=0, zero="0 never rotates",
+                                   in_hash=False)
+    audit_keep: int = setting(5, "Rotated audit logs kept; the oldest is deleted.", ge=0, in_hash=False)
 
 
 @dataclass(frozen=True)
