@@ -104,16 +104,17 @@ def test_replay_names_the_path_of_the_first_difference(invoke: Invoke, saved: Pa
 
 def _other_snapshot(data: dict[str, Any]) -> None:
     """As if saved before a rollback: the snapshot id in both places a result keeps it (a walkthrough found the
-    second one, `retrieval_metadata.index_snapshot`, still reported as the difference)."""
-    data["index"]["snapshot_id"] = "g0-b20260101T000000-000000"
-    data["retrieval_metadata"]["index_snapshot"] = "g0-b20260101T000000-000000"
+    second one, `retrieval_metadata.index_snapshot`, still reported as the difference). The index had this
+    snapshot, empty, before its first batch: one it never had is not identical (the forged-snapshot test)."""
+    data["index"]["snapshot_id"] = "g0-empty"
+    data["retrieval_metadata"]["index_snapshot"] = "g0-empty"
 
 
 def test_replay_on_another_snapshot_with_the_same_decision_says_so(invoke: Invoke, saved: Path) -> None:
     """A rollback (or a batch touching nothing the request reads) makes a new snapshot: replay had reported
     "different" at the snapshot id alone. It still notes the snapshot, and still fails on a real difference."""
     same = ok(invoke("replay", str(_edit(saved, _other_snapshot))))
-    assert "note: saved on snapshot g0-b20260101T000000-000000" in flat(same.stdout)
+    assert "note: saved on snapshot g0-empty" in flat(same.stdout)
     assert "identical but for the snapshot id" in flat(same.stdout)
 
     def both(data: dict[str, Any]) -> None:
@@ -122,6 +123,19 @@ def test_replay_on_another_snapshot_with_the_same_decision_says_so(invoke: Invok
 
     changed = invoke("replay", str(_edit(saved, both)))
     assert changed.exit_code == 1 and "different at $.evidence[0].chunks[0].score" in flat(changed.stdout)
+
+@pytest.mark.parametrize("forged", ["g0-b20260101T000000-000000", "g99-empty", "not-a-snapshot"])
+def test_replay_of_a_forged_snapshot_is_different(invoke: Invoke, saved: Path, forged: str) -> None:
+    """A snapshot id this index never had (an unknown batch, a later generation, no snapshot at all) does not
+    replay as identical, even when every other byte of the decision is."""
+    def forge(data: dict[str, Any]) -> None:
+        data["index"]["snapshot_id"] = data["retrieval_metadata"]["index_snapshot"] = forged
+
+    result = invoke("replay", str(_edit(saved, forge)))
+    assert result.exit_code == 1, (result.output, result.stderr)
+    assert f"different: snapshot {forged} was never a snapshot of this index" in flat(result.stdout)
+    assert "identical" not in result.stdout
+
 
 def test_replay_after_a_batch_and_its_rollback_is_identical_but_for_the_snapshot(invoke: Invoke, saved: Path,
                                                                                  tmp_path: Path) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from importlib import resources
 from pathlib import Path
@@ -166,6 +167,18 @@ def _other_snapshot(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_SNAPSHOT = re.compile(r"g(\d+)-(.+)")  # `Store.snapshot_id`: the generation and the last committed batch
+
+
+def _was_snapshot(engine: Engine, snapshot_id: str, current: str) -> bool:
+    """Whether this index ever had `snapshot_id`: a generation no later than now's, and its batch one of this
+    index's batches (or none yet)."""
+    saved, now = _SNAPSHOT.fullmatch(snapshot_id), _SNAPSHOT.fullmatch(current)
+    if saved is None or now is None or int(saved.group(1)) > int(now.group(1)):
+        return False
+    return saved.group(2) == "empty" or saved.group(2) in {b.batch_id for b in engine.batches()}
+
+
 def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved with `query --json`")],
                config: ConfigOpt = None, index: IndexOpt = None) -> None:
     """Re-run a saved result's request; report identical, or the first difference."""
@@ -183,14 +196,19 @@ def replay_cmd(result_file: Annotated[Path, typer.Argument(help="a result saved 
                                                          principal=who,
                                                          retrieved_at=parse_retrieved_at(req["retrieved_at"]),
                                                          plan=plan))
-    snapshot, cfg_hash = fresh["index"]["snapshot_id"], fresh["index"]["config_hash"]
-    moved = saved["index"]["snapshot_id"] != snapshot
+        snapshot, cfg_hash = fresh["index"]["snapshot_id"], fresh["index"]["config_hash"]
+        moved = saved["index"]["snapshot_id"] != snapshot
+        known = not moved or _was_snapshot(engine, str(saved["index"]["snapshot_id"]), snapshot)
     if moved or saved["index"]["config_hash"] != cfg_hash:
         out.print(f"[yellow]note:[/] saved on snapshot {saved['index']['snapshot_id']} / config "
                   f"{saved['index']['config_hash']}; now {snapshot} / {cfg_hash}")
     if decision_json(saved) == decision_json(fresh):
         out.print("identical: the same request on this snapshot gives the same decision, byte for byte")
         return
+    if not known:  # a forged or foreign snapshot id: nothing says the decision was ever made on this index
+        out.print(f"[bold red]different[/]: snapshot {safe_markup(str(saved['index']['snapshot_id']))} was never "
+                  "a snapshot of this index")
+        raise typer.Exit(1)
     if moved and decision_json(_other_snapshot(saved)) == decision_json(_other_snapshot(fresh)):
         # A rollback, or a batch that changed nothing (re-ingested files), makes a new snapshot, not a new decision.
         # (A new document usually moves scores a little: BM25's word statistics cover every record.)
