@@ -127,8 +127,8 @@ def _unreadable_hint(engine: Engine, who: Principal) -> str | None:
     unlabelled = f"; {held['-']} chunks carry no label at all and are never admitted" if held.get("-") else ""
     # The labels themselves are not listed: a query's output is no place for what else the index guards.
     return (f"hint: no indexed page carries any of the labels {safe_markup(', '.join(who.labels))}{unlabelled} (an "
-            "operator sees every label in `evidex stats`; give access_labels in front matter or a --metadata "
-            "overlay)")
+            "operator sees every label in `evidex stats`; give access_labels in front matter, a --metadata "
+            "overlay, or `evidex ingest --default-labels`)")
 
 
 PrincipalOpt = Annotated[str | None, typer.Option("--principal", help="who asks (default: gate.default_principal)")]
