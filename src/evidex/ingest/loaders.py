@@ -101,6 +101,10 @@ def load_file(file: Path, source: str, limits: DocumentLimits = DEFAULT_LIMITS) 
         return LoadFailure(source, exc.reason, str(file), str(file), doc_id=source)
     except RecursionError:
         return LoadFailure(source, "nested too deeply to read", str(file), str(file), doc_id=source)
+    except Exception as exc:  # a reader's own bug (a parser that asserts on odd markup) fails this file alone
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        return LoadFailure(source, f"the {file.suffix or 'file'} reader failed: {type(exc).__name__}"
+                           + (f": {detail}" if detail else ""), str(file), str(file), doc_id=source)
 
 
 def _read_file(file: Path, source: str) -> Document | LoadFailure:
