@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import importlib as _importlib
 import typing as _typing
-from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
-from importlib.metadata import version as _version
 
 if _typing.TYPE_CHECKING:
+    __version__: str
     from evidex.admission.gate import Principal
     from evidex.admission.verification import Verification
     from evidex.config import Config, load_config
@@ -57,11 +56,6 @@ if _typing.TYPE_CHECKING:
         RetrievalMode,
         SearchFilters,
     )
-
-try:
-    __version__ = _version("evidex")  # the one version: pyproject.toml's, as installed
-except _PackageNotFoundError:  # a source tree on sys.path that was never installed
-    __version__ = "0.0.0+unknown"
 
 # Each public name and the module that defines it.
 _HOMES: dict[str, str] = {
@@ -120,7 +114,21 @@ __all__ = [
 ]
 
 
+def _installed_version() -> str:
+    """The one version: pyproject.toml's, as installed (importlib.metadata costs ~45 ms: read on first use)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("evidex")
+    except PackageNotFoundError:  # a source tree on sys.path that was never installed
+        return "0.0.0+unknown"
+
+
 def __getattr__(name: str) -> _typing.Any:
+    if name == "__version__":
+        value: _typing.Any = _installed_version()
+        globals()[name] = value
+        return value
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'evidex' has no attribute {name!r}")

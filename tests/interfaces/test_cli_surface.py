@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,13 @@ def test_version(invoke: Any) -> None:
     for flag in ("--version", "-V"):
         result = invoke(flag)
         assert result.exit_code == 0 and result.stdout == f"evidex {evidex.__version__}\n"
+
+
+def test_the_console_script_answers_version_without_loading_the_commands() -> None:
+    code = ("import sys; from evidex.interfaces.entry import main; sys.argv = ['evidex', '--version']; main(); "
+            "print('numpy' in sys.modules, 'evidex.interfaces.cli' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [f"evidex {evidex.__version__}", "False False"]
 
 
 @pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "evidex")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 
 def main() -> None:
@@ -10,6 +11,11 @@ def main() -> None:
     # One BLAS thread: a query's matrix-vector product gains nothing from a second thread, whose spinning
     # takes the other core from SQLite's full-text search (measured by `evidex bench`).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if sys.argv[1:] in (["--version"], ["-V"]):  # what `evidex --version` prints, without loading every command
+        from evidex import __version__
+
+        print(f"evidex {__version__}")
+        return
     from evidex.interfaces.cli import app
 
     app()
