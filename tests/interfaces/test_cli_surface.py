@@ -151,3 +151,16 @@ def test_the_demo_hint_works_from_another_folder(invoke: Any, tmp_path: Path,
     answer = invoke(*words[1:], "--json")
     assert answer.exit_code == 0, answer.output
     assert json.loads(answer.stdout)["evidence"]  # the engineering-read principal is admitted evidence
+
+
+def test_batches_and_dead_letters_print_json_on_request(invoke: Any, indexed: Path, tmp_path: Path) -> None:
+    batches = json.loads(invoke("batches", "--index", str(indexed), "--json").stdout)
+    assert [b["status"] for b in batches] == ["committed"] and batches[0]["finished_at"].endswith("Z")
+    listing = invoke("batches", "--index", str(indexed)).stdout
+    assert batches[0]["batch_id"] in listing and "committed" in listing
+    assert json.loads(invoke("dead-letters", "--index", str(indexed), "--json").stdout) == []
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "bad.md").write_bytes(b"\xff\xfe\x00broken")
+    invoke("ingest", str(tmp_path / "broken"), "--index", str(indexed))
+    letters = json.loads(invoke("dead-letters", "--index", str(indexed), "--json").stdout)
+    assert [d["source"] for d in letters] == ["bad.md"] and letters[0]["reason"]

@@ -9,15 +9,19 @@ by family or label line up instead of scrolling past as JSON.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
 from evidex.interfaces.cli_runtime import out
+from evidex.timestamps import format_time
 
 # Fields printed after the tables, as they are: a chunk's text is prose, not a cell.
 _PROSE_FIELDS = ("text",)
@@ -52,6 +56,24 @@ def emit(data: Mapping[str, Any], *, json_out: bool, title: str) -> None:
         if isinstance(data.get(key), str):
             out.print(f"\n[bold]{key}[/]")
             out.print(_printable(data[key]), markup=False, highlight=False, soft_wrap=True)
+
+
+def emit_records(records: Sequence[Any]) -> None:
+    """Records (frozen dataclasses such as `BatchInfo`) as a JSON list for `--json`: times in evidex's one format
+    (UTC, trailing Z), modes by their value."""
+    out.print_json(data=[_jsonable(dataclasses.asdict(r)) for r in records])
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_time(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
 
 
 def _cell(value: Any) -> str:
