@@ -56,7 +56,7 @@ def query_lists(store: Store, encode: QueryEncoder, query: str, *, mode: Retriev
 def fuse_lists(lists: list[list[ScoredId]], weights: list[float], settings: RetrievalConfig) -> list[FusedHit]:
     """One ranking from several lists, normalised at a fixed depth so the order never depends on how many
     hits the caller keeps."""
-    fusion = FusionMode.from_str(settings.fusion) if len(lists) > 1 else FusionMode.WEIGHTED
+    fusion = settings.fusion if len(lists) > 1 else FusionMode.WEIGHTED
     return fuse(lists, weights, fusion, settings.rrf_k, depth=settings.candidate_pool)
 
 
