@@ -27,6 +27,7 @@ from evidex.engine import Engine
 from evidex.errors import BackendUnavailable, ConfigError, EvidexError, IngestError, StoreError
 from evidex.ingest.provenance import parse_time
 from evidex.stores.sqlite import INDEX_FILE
+from evidex.types import IndexBackend
 
 out = Console()
 err = Console(stderr=True)
@@ -147,9 +148,9 @@ def require_index(cfg: Config) -> None:
                   "the config at the folder ingest wrote", highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     missing: str | None = None  # what is missing ("": the index file)
-    if cfg.index.backend == "sqlite" and not path.is_file():
+    if cfg.index.backend is IndexBackend.SQLITE and not path.is_file():
         missing = ""
-    elif cfg.index.backend == "milvus":  # the Lite file, or the collection (a moved folder derives another name)
+    elif cfg.index.backend is IndexBackend.MILVUS:  # the Lite file, or the collection (a moved folder: another name)
         from evidex.stores.milvus import missing_index
 
         missing = run(lambda: missing_index(cfg, token=cfg.milvus_token))
@@ -159,7 +160,7 @@ def require_index(cfg: Config) -> None:
                   "(evidex ingest DIR) or point --index / the config at an existing index",
                   highlight=False, soft_wrap=True)
         raise typer.Exit(2)
-    if cfg.index.backend == "sqlite" and path.stat().st_size == 0:  # SQLite would take it for a new, empty index
+    if cfg.index.backend is IndexBackend.SQLITE and path.stat().st_size == 0:  # SQLite would read it as a new index
         err.print(f"[bold red]error:[/] {escape(str(path))} is empty (0 bytes): nothing was ever committed to it. "
                   "Ingest documents to start the index there, or point --index at another", highlight=False,
                   soft_wrap=True)
