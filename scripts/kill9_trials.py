@@ -29,7 +29,7 @@ from pathlib import Path
 from evidex.config import Config
 from evidex.engine import Engine
 
-EVIDEX = str(Path(sys.executable).with_name("evidex"))
+SOURCE = Path(__file__).resolve().parents[1] / "src"
 TOPICS = ["backups", "rotation", "ingress", "quotas", "rollouts", "alerts", "tracing", "secrets", "storage", "dns"]
 
 
@@ -48,9 +48,12 @@ def write_corpus(root: Path, pages: dict[int, int]) -> Path:
     return root
 
 
-def cli(*args: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.Popen([EVIDEX, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+def cli(frozen: Path, *args: str) -> subprocess.Popen[bytes]:
+    """`evidex ARGS` from `frozen`, a copy of the source taken at the start: every trial runs the same code (a
+    document's hash covers the ingest code, so an edit to the tree during the trials would change it)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(frozen)}
+    command = [sys.executable, "-c", "from evidex.interfaces.entry import main; main()", *args]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
 
 def state(index: Path) -> tuple[str, dict[str, str]]:
@@ -71,6 +74,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="kill9-"))
+    frozen = Path(shutil.copytree(SOURCE, work / "src", ignore=shutil.ignore_patterns("__pycache__")))
     n = args.pages
     first = write_corpus(work / "c1", dict.fromkeys(range(n), 1))
     second = write_corpus(work / "c2", {i: 2 if i % 4 == 0 else 1 for i in range(n + n // 4)})
@@ -78,7 +82,7 @@ def main() -> None:
     shrunk = write_corpus(work / "c4", {i: 4 if i % 5 == 0 else 1 for i in range(0, n, 2)})
     base = work / "base"
     for corpus in (first, second):
-        if cli("ingest", str(corpus), "--index", str(base)).wait() != 0:
+        if cli(frozen, "ingest", str(corpus), "--index", str(base)).wait() != 0:
             raise SystemExit(f"building the base index failed ({corpus})")
     operations = {"ingest": ["ingest", str(changed)], "rollback": ["rollback"],
                   "sync": ["ingest", str(shrunk), "--sync"]}
@@ -89,7 +93,7 @@ def main() -> None:
         index = work / f"ref-{name}"
         shutil.copytree(base, index)
         started = time.perf_counter()
-        if cli(*op, "--index", str(index)).wait() != 0:
+        if cli(frozen, *op, "--index", str(index)).wait() != 0:
             raise SystemExit(f"{name} fails even when not killed")
         duration[name] = time.perf_counter() - started
         problem, after[name] = state(index)
@@ -105,7 +109,7 @@ def main() -> None:
         index = work / "trial"
         shutil.rmtree(index, ignore_errors=True)
         shutil.copytree(base, index)
-        proc = cli(*operations[name], "--index", str(index))
+        proc = cli(frozen, *operations[name], "--index", str(index))
         time.sleep(delay)
         killed = proc.poll() is None
         if killed:
