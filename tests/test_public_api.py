@@ -100,6 +100,8 @@ def test_the_documented_example_runs(tmp_path: Path, cache_dir: Path, write_corp
         citations = [chunk["citation"] for source in result["evidence"] for chunk in source["chunks"]]
         assert citations and citations[0].startswith("https://handbook.example.org/signing")
         assert result["decision"]["recommendation"]["action"] in {"proceed", "re-query", "stop"}
+        typed = evidex.Result.model_validate(result)
+        assert typed.evidence[0].chunks[0].citation == citations[0]
         hits = engine.search("signing key rotation", k=1, mode=evidex.RetrievalMode.BM25)
         assert isinstance(hits[0], evidex.Candidate) and hits[0].chunk.source == "signing.md"
         outsider = engine.search_with_reasoning("how do we rotate the signing key?",

@@ -4,7 +4,7 @@ The public Python API. Everything a program needs to ingest documents, ask for a
 importable from here; the modules behind these names are private and may move.
 
     from datetime import UTC, datetime
-    from evidex import Engine, Principal, load_config
+    from evidex import Engine, Principal, Result, load_config
 
     config = load_config("evidex.toml")          # or Config() for the defaults
     with Engine.open(config) as engine:
@@ -18,6 +18,7 @@ importable from here; the modules behind these names are private and may move.
             for chunk in source["chunks"]:
                 print(chunk["citation"], chunk["evidence_family"])
         print(result["decision"]["recommendation"]["action"])   # proceed, re-query or stop
+        typed = Result.model_validate(result)                     # the same, as typed models
 
 Names load on first use (PEP 562): `import evidex` and `evidex.__version__` cost a few milliseconds, not the
 engine's imports (numpy, the stores, the pipeline).
@@ -46,6 +47,7 @@ if _typing.TYPE_CHECKING:
     )
     from evidex.evidence.plan import EvidencePlan
     from evidex.pipeline import SearchOutcome, SearchRequest
+    from evidex.result_models import Result
     from evidex.types import (
         BatchInfo,
         Candidate,
@@ -75,6 +77,7 @@ _HOMES: dict[str, str] = {
     "BatchInfo": "evidex.types",
     "DeadLetter": "evidex.types",
     "Verification": "evidex.admission.verification",
+    "Result": "evidex.result_models",
     "EvidexError": "evidex.errors",
     "ConfigError": "evidex.errors",
     "BackendUnavailable": "evidex.errors",
@@ -102,6 +105,7 @@ __all__ = [
     "IngestReport",
     "Principal",
     "Provenance",
+    "Result",
     "RetrievalMode",
     "SearchFilters",
     "SearchOutcome",

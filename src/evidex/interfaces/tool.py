@@ -3,7 +3,8 @@ JSON schemas, and the one validator of its arguments. MCP, the HTTP API (OpenAPI
 `evidex tool-schema` (function-calling JSON for OpenAI- and Anthropic-style clients) all read it from here,
 so the three never drift apart.
 
-Standard library only: printing the schema needs neither the web server nor the MCP SDK.
+The output schema is generated from the typed result models (`evidex.result_models`, pydantic, loaded on first
+use); printing the schemas needs neither the web server nor the MCP SDK.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import copy
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evidex.errors import ConfigError
 
@@ -49,86 +50,25 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_STRINGS = {"type": "array", "items": {"type": "string"}}
-_NULLABLE_STRING = {"type": ["string", "null"]}
+if TYPE_CHECKING:
+    OUTPUT_SCHEMA: dict[str, Any]  # see __getattr__
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "The result of one search_with_reasoning call (JSON-stable; everything but `cost` is "
-                   "reproducible from request, index snapshot and configuration).",
-    "properties": {
-        "version": {"type": "integer"},
-        "request": {"type": "object", "description": "The request as run: query, k, aspect_focus, principal, "
-                                                     "retrieved_at (pinned), plan, mode."},
-        "index": {"type": "object", "properties": {"snapshot_id": {"type": "string"},
-                                                   "config_hash": {"type": "string"}}},
-        "plan": {"type": "object", "description": "The evidence plan: required families and question aspects."},
-        "decision": {
-            "type": "object",
-            "properties": {
-                "recommendation": {
-                    "type": "object",
-                    "properties": {
-                        "action": {"type": "string", "enum": ["proceed", "re-query", "stop"]},
-                        "reason": {"type": "string"},
-                        "focus": _STRINGS,
-                        "owner": _NULLABLE_STRING,
-                    },
-                    "required": ["action", "reason", "focus", "owner"],
-                },
-                "stop_condition": _NULLABLE_STRING,
-                "grade": _NULLABLE_STRING,
-            },
-            "required": ["recommendation", "stop_condition"],
-        },
-        "families": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "status": {"type": "string", "enum": ["covered", "missing", "found-but-rejected"]},
-                    "record_ids": _STRINGS,
-                    "reasons": _STRINGS,
-                },
-                "required": ["name", "status"],
-            },
-        },
-        "evidence": {
-            "type": "array",
-            "description": "Admitted evidence grouped by source; each chunk carries its exact `citation`.",
-            "items": {
-                "type": "object",
-                "properties": {"source": {"type": "string"}, "title": {"type": "string"},
-                               "citation_uri": _NULLABLE_STRING, "chunks": {"type": "array"}},
-                "required": ["source", "chunks"],
-            },
-        },
-        "expanded": {"type": "array"},
-        "rejected": {"type": ["object", "null"],
-                     "description": "Rejected candidates as ids, sources and reason codes (access denials "
-                                    "only counted), with counts per reason."},
-        "signals": {
-            "type": "object",
-            "properties": {"confidence": {"type": "number"}, "features": {"type": "object"},
-                           "source_diversity": {"type": "object"}, "coverage": {"type": "object"}},
-            "required": ["confidence", "coverage"],
-        },
-        "retrieval_metadata": {"type": "object"},
-        "trace": {"type": "array", "items": {"type": "object"}},
-        "cost": {"type": "object", "properties": {"latency_ms": {"type": "object"},
-                                                  "model_tokens": {
-                                                      "type": "integer",
-                                                      "description": "Tokens fed to the cross-encoder, if one "
-                                                                     "is configured (no generative model runs)."},
-                                                  "searches_ms": {
-                                                      "type": "array", "items": {"type": "object"},
-                                                      "description": "Each bounded search (rescue, name look-up, "
-                                                                     "bridge) with its stage, query and time."}}},
-    },
-    "required": ["version", "request", "index", "plan", "decision", "families", "evidence", "rejected",
-                 "signals", "retrieval_metadata", "trace", "cost"],
-}
+
+def output_schema() -> dict[str, Any]:
+    """The result's JSON schema, generated from the typed models (`evidex.result_models.Result`): the one definition
+    the HTTP API's OpenAPI, the MCP tool and `tool-schema --format mcp` publish."""
+    from evidex.result_models import result_schema
+
+    return result_schema()
+
+
+def __getattr__(name: str) -> Any:
+    """`OUTPUT_SCHEMA`, made on first use: pydantic need not load for a command that never publishes it."""
+    if name == "OUTPUT_SCHEMA":
+        schema = output_schema()
+        globals()[name] = schema
+        return schema
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class SchemaFormat(enum.Enum):
@@ -157,7 +97,7 @@ def definition(fmt: SchemaFormat = SchemaFormat.OPENAI, *, max_k: int = MAX_K) -
     if fmt is SchemaFormat.ANTHROPIC:
         return {"name": NAME, "description": DESCRIPTION, "input_schema": schema}
     return {"name": NAME, "description": DESCRIPTION, "inputSchema": schema,
-            "outputSchema": copy.deepcopy(OUTPUT_SCHEMA)}
+            "outputSchema": output_schema()}
 
 
 class ToolInputError(ValueError):
