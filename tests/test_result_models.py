@@ -59,7 +59,7 @@ def results(make_engine: Callable[..., Engine], write_corpus: CorpusWriter) -> l
 
 def test_real_results_validate_and_round_trip(results: list[dict[str, Any]]) -> None:
     admitted, outsider, _ = results
-    assert [s["source"] for s in admitted["evidence"]][0] == "restore.md"
+    assert admitted["evidence"][0]["source"] == "restore.md"
     assert "restore.md" not in [s["source"] for s in outsider["evidence"]]  # staff may not read the runbook
     for result in results:
         typed = Result.model_validate_json(json.dumps(result))

@@ -44,6 +44,7 @@ from evidex.embedding.onnx_export import (  # imports no torch: torch is only lo
     model_id_of,
     read_manifest,
 )
+from evidex.embedding.ort_sessions import EXACT_INT8_PRODUCTS as EXACT_INT8_PRODUCTS  # re-exported
 from evidex.embedding.ort_sessions import session
 from evidex.embedding.protocol import Vectors
 from evidex.errors import BackendUnavailable, EmbeddingError
