@@ -25,7 +25,7 @@ from evidex.evidence.plan import EvidencePlan
 from evidex.evidence.terms import chunk_terms
 from evidex.ingest.dead_letters import letter_target, reload_letter, settled_letters, still_duplicate
 from evidex.ingest.limits import DocumentLimits
-from evidex.ingest.loaders import LoadFailure, iter_documents
+from evidex.ingest.loaders import LoadFailure, SkippedPath, iter_documents
 from evidex.ingest.overlay import IngestRules, ProvenanceDefaults, read_overlay
 from evidex.ingest.run import FamilyRules, Progress, ingest
 from evidex.pipeline import PipelineParts, SearchOutcome, SearchRequest, run_search, shapes_from_config
@@ -152,13 +152,14 @@ class Engine:
         if sync and missing:  # a mistyped path would otherwise retire everything it held
             raise IngestError(f"no such file or directory: {', '.join(missing)} (a sync ingest retires what "
                               "its paths no longer hold, so every path must exist)")
-        empty = [str(p) for p in paths if sync and next(iter_documents(Path(p), select=select), None) is None]
+        empty = [str(p) for p in paths if sync and next((i for i in iter_documents(Path(p), select=select)
+                                                         if not isinstance(i, SkippedPath)), None) is None]
         if empty:  # an unmounted or emptied folder: retiring everything it held is more likely a mistake
             raise IngestError(f"{', '.join(empty)} holds no documents: a sync would retire everything indexed "
                               "from it. Ingest without --sync (or leave the path out) if that is what you want")
         overlay = read_overlay(Path(metadata)) if metadata else None
         limits = DocumentLimits.from_config(self.config.ingest)
-        items: Iterable[Document | LoadFailure] = (item for p in paths
+        items: Iterable[Document | LoadFailure | SkippedPath] = (item for p in paths
                                                    for item in iter_documents(Path(p), select=select, limits=limits))
         settled = settled_letters(self.store.ledger.dead_letters(), paths, sync=sync)
         return self._ingest(items, overlay, label or ", ".join(str(p) for p in paths), progress, settled,
@@ -189,7 +190,7 @@ class Engine:
         return self._ingest(items, overlay, "dead-letter retry", progress, now_loading, check_overlay=False,
                             defaults=IngestRules.resolve(self.config.ingest).defaults)
 
-    def _ingest(self, items: Iterable[Document | LoadFailure], overlay: Any, label: str,
+    def _ingest(self, items: Iterable[Document | LoadFailure | SkippedPath], overlay: Any, label: str,
                 progress: Progress | None, resolved: Sequence[str] = (), *, record_repeats: bool = True,
                 sync: bool = False, check_overlay: bool = True,
                 defaults: ProvenanceDefaults | None = None) -> IngestReport:

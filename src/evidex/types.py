@@ -272,6 +272,7 @@ class IngestReport:
     sync_skipped: str = ""  # why a sync ingest retired nothing (a failure that names no document)
     warnings: tuple[IngestWarning, ...] = ()  # written documents whose provenance looks mistaken
     unmatched_overlay_sources: tuple[str, ...] = ()  # overlay sources no document of the ingest has (not applied)
+    skipped_paths: tuple[tuple[str, str], ...] = ()  # (path, reason) of each path under a folder not read
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -292,4 +293,6 @@ class IngestReport:
             "sync_skipped": self.sync_skipped,
             "warnings": [{"source": w.source, "reason": w.reason} for w in self.warnings],
             "unmatched_overlay_sources": list(self.unmatched_overlay_sources),
+            "skipped_paths": {"count": len(self.skipped_paths),
+                              "paths": [{"path": p, "reason": r} for p, r in self.skipped_paths]},
         }

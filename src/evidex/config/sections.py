@@ -174,6 +174,8 @@ class IngestConfig:
                                       zero=_OFF, in_hash=False)
     document_timeout_s: float = setting(10.0, "Reading or chunking one document longer than this makes it a dead "
                                               "letter; the batch goes on.", ge=0, zero=_OFF, in_hash=False)
+    follow_symlinks_outside: bool = setting(False, "Read files that symbolic links lead to outside the folder "
+                                                   "ingested (else they are skipped and reported).", in_hash=False)
 
 
 CHECKS: dict[type[Any], tuple[Check, ...]] = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from evidex.ingest.loaders import LoadFailure, iter_documents, iter_jsonl, load_file, read_jsonl_line
+from evidex.ingest.loaders import LoadFailure, SkippedPath, iter_documents, iter_jsonl, load_file, read_jsonl_line
 from evidex.ingest.run import DUPLICATE
 from evidex.types import DeadLetter, Document
 
@@ -27,8 +27,9 @@ def reload_letter(letter: DeadLetter) -> list[Document | LoadFailure]:
         return list(iter_jsonl(Path(path), letter.source))
     if letter.source.endswith("/"):  # a directory that could not be listed ("sub/", or the full path of a root)
         under = letter.source.rstrip("/")
-        return list(iter_documents(Path(path), root=Path(path if Path(under).is_absolute()
-                                                          else path.removesuffix(under))))
+        return [item for item in iter_documents(Path(path), root=Path(path if Path(under).is_absolute()
+                                                                       else path.removesuffix(under)))
+                if not isinstance(item, SkippedPath)]  # reported by the ingest that walked it
     source = letter.source
     if letter.reason.startswith(DUPLICATE):
         source = source.removesuffix(f"@{letter.location}")

@@ -42,15 +42,16 @@ class DocumentTimeout(Exception):
 @dataclass(frozen=True)
 class DocumentLimits:
     """`max_bytes`: the largest document read (0: no bound); `timeout_s`: the longest one document's reading or
-    chunking may take (0: no bound)."""
+    chunking may take (0: no bound); `follow_symlinks_outside`: whether reading may leave the folder ingested."""
 
     max_bytes: int = DEFAULT_MAX_BYTES
     timeout_s: float = DEFAULT_TIMEOUT_S
+    follow_symlinks_outside: bool = False  # read a file a symbolic link leads to outside the folder ingested
 
     @classmethod
     def from_config(cls, section: IngestConfig) -> DocumentLimits:
         """From the `[ingest]` section's `max_document_bytes` and `document_timeout_s`."""
-        return cls(section.max_document_bytes, section.document_timeout_s)
+        return cls(section.max_document_bytes, section.document_timeout_s, section.follow_symlinks_outside)
 
     def size_problem(self, size: int) -> str | None:
         """The dead letter's reason when a document of `size` bytes is over the bound, else None."""
@@ -83,4 +84,4 @@ class DocumentLimits:
             raise DocumentTimeout(phase, self.timeout_s)
 
 
-NO_LIMITS = DocumentLimits(0, 0.0)
+NO_LIMITS = DocumentLimits(0, 0.0, follow_symlinks_outside=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,16 @@ JSONL_SUFFIXES = {".jsonl"}
 
 
 @dataclass(frozen=True)
+class SkippedPath:
+    """A path under a folder that was not read, and why: a suffix no loader reads, something that is no regular
+    file (a FIFO, a socket), or a symbolic link that dangles, loops, leads to a folder or leads outside the folder
+    ingested. Counted with its reason in the ingest report; never a dead letter (nothing failed)."""
+
+    source: str  # its path under the folder
+    reason: str
+
+
+@dataclass(frozen=True)
 class LoadFailure:
     source: str
     reason: str
@@ -39,16 +50,17 @@ class LoadFailure:
 
 
 def iter_documents(path: Path, root: Path | None = None, select: Callable[[str], bool] | None = None,
-                   limits: DocumentLimits = DEFAULT_LIMITS) -> Iterator[Document | LoadFailure]:
+                   limits: DocumentLimits = DEFAULT_LIMITS) -> Iterator[Document | LoadFailure | SkippedPath]:
     """Documents under `path`: a directory (walked in sorted order) or a single file. A directory's documents
     are named by their path under `root` (default: `path`). Paths are made absolute, so a dead letter can be
     retried from any working directory. `select`: which of a directory's files (by path under `root`) to read
     (`SourceSelection.admits`: include / exclude globs); a file given by name is always read. `limits`: each
-    document's size and time bound (one over them is a `LoadFailure` saying which)."""
+    document's size and time bound (one over them is a `LoadFailure` saying which). The paths of a folder not
+    read come last, as `SkippedPath`s."""
     path = path.absolute()
     if path.is_dir():
         root = (root or path).absolute()
-        files, unlisted = _walk(path)
+        files, unlisted, skipped = _walk(path, outside_links=limits.follow_symlinks_outside)
         for folder, reason in unlisted:  # its documents are not gone, only unseen: a sync must retire nothing
             # Named by its path under the root ("sub/"); the root itself by its full path (two roots given
             # must not share one letter).
@@ -62,6 +74,10 @@ def iter_documents(path: Path, root: Path | None = None, select: Callable[[str],
                 yield load_file(file, file.relative_to(root).as_posix(), limits)
             elif suffix in JSONL_SUFFIXES:
                 yield from iter_jsonl(file, file.relative_to(root).as_posix(), limits)
+            else:
+                skipped.append((file, f"no loader reads {suffix or 'files without a suffix'}"))
+        for file, reason in sorted(skipped):
+            yield SkippedPath(file.relative_to(root).as_posix(), reason)
     elif path.is_file():
         if path.suffix.lower() in JSONL_SUFFIXES:  # its letters by full path: two files given may share a name
             yield from iter_jsonl(path, str(path), limits)
@@ -71,18 +87,50 @@ def iter_documents(path: Path, root: Path | None = None, select: Callable[[str],
         yield LoadFailure(str(path), "no such file or directory", str(path), str(path))
 
 
-def _walk(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
-    """The files under `root` in sorted order (symlinked directories are not followed), and the directories
-    that could not be listed with the reason (Path.rglob skips those silently)."""
+def _walk(root: Path, *, outside_links: bool = False) -> tuple[list[Path], list[tuple[Path, str]],
+                                                                 list[tuple[Path, str]]]:
+    """The files under `root` in sorted order, the directories that could not be listed with the reason
+    (Path.rglob skips those silently), and the paths not read with the reason (`SkippedPath`). Symbolic links
+    to folders are not followed, nor links to files outside `root` unless `outside_links`."""
     files: list[Path] = []
     unlisted: list[tuple[Path, str]] = []
+    skipped: list[tuple[Path, str]] = []
 
     def failed(exc: OSError) -> None:
         unlisted.append((Path(exc.filename), exc.strerror or str(exc)))
 
-    for folder, _, names in os.walk(root, onerror=failed):
-        files.extend(Path(folder) / n for n in names if (Path(folder) / n).is_file())
-    return sorted(files), sorted(unlisted)
+    real_root = root.resolve()
+    for folder, dirs, names in os.walk(root, onerror=failed):
+        skipped += [(Path(folder) / d, "a symbolic link to a folder (not followed)") for d in dirs
+                    if (Path(folder) / d).is_symlink()]
+        for name in names:
+            reason = _unreadable(Path(folder) / name, real_root, outside_links)
+            if reason:
+                skipped.append((Path(folder) / name, reason))
+            else:
+                files.append(Path(folder) / name)
+    return sorted(files), sorted(unlisted), skipped
+
+
+def _unreadable(path: Path, real_root: Path, outside_links: bool) -> str | None:
+    """Why `path` (under a folder being ingested) is not read as a file, or None."""
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except FileNotFoundError:
+            return "a symbolic link to nothing (dangling)"
+        except (RuntimeError, OSError):
+            return "a symbolic link loop"
+        if not outside_links and not target.is_relative_to(real_root):
+            return "a symbolic link leading outside the folder (not followed: [ingest] follow_symlinks_outside)"
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"cannot stat: {exc.strerror}"
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device or special file"
+        return f"{kind}, not a regular file"
+    return None
 
 
 def load_file(file: Path, source: str, limits: DocumentLimits = DEFAULT_LIMITS) -> Document | LoadFailure:

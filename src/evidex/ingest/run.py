@@ -28,7 +28,7 @@ from evidex.embedding.protocol import Embedder
 from evidex.errors import IngestError, StoreError
 from evidex.ingest.chunking import chunk_text
 from evidex.ingest.limits import NO_LIMITS, DocumentLimits, DocumentTimeout
-from evidex.ingest.loaders import LoadFailure
+from evidex.ingest.loaders import LoadFailure, SkippedPath
 from evidex.ingest.markdown import clean
 from evidex.ingest.overlay import Overlay, ProvenanceDefaults, with_overlay
 from evidex.ingest.provenance import doubtful_values, merge
@@ -125,6 +125,7 @@ class _Gathered:
     failed_ids: set[str] = dataclasses.field(default_factory=set)
     unnamed: list[str] = dataclasses.field(default_factory=list)  # failures whose document is unknown
     named: set[str] = dataclasses.field(default_factory=set)  # every item's source, loaded or failed
+    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # paths not read, with the reason
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ class _Settings:
     limits: DocumentLimits
 
 
-def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Document | LoadFailure], *,
+def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Document | LoadFailure | SkippedPath], *,
            chunking: ChunkingConfig, families: FamilyRules, overlay: Overlay | None,
            cache: EmbeddingCache | None, batch_size: int = 32, label: str = "",
            known_dead_letters: Iterable[DeadLetter] = (), resolved_dead_letters: Sequence[str] = (),
@@ -195,12 +196,16 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
         retired_documents=gone, sync_skipped=sync_skipped, resolved_dead_letters=resolved if batch_id else (),
         warnings=tuple(IngestWarning(d.source, reason) for d, _, _ in got.changed
                        for reason in (*d.warnings, *doubtful_values(d.provenance))),
-        unmatched_overlay_sources=unmatched)
+        unmatched_overlay_sources=unmatched, skipped_paths=tuple(got.skipped))
 
 
-def _gather(got: _Gathered, item: Document | LoadFailure, settings: _Settings) -> None:
+def _gather(got: _Gathered, item: Document | LoadFailure | SkippedPath, settings: _Settings) -> None:
     """Take one item into the batch: a failure as a dead letter, a repeated id as a duplicate's letter, an
-    unchanged document as counted, a changed one chunked (too slow or too deep to chunk: a dead letter)."""
+    unchanged document as counted, a changed one chunked (too slow or too deep to chunk: a dead letter), a path
+    not read as skipped."""
+    if isinstance(item, SkippedPath):
+        got.skipped.append((item.source, item.reason))
+        return
     got.named.add(item.source)
     if isinstance(item, LoadFailure):
         if item.doc_id is None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC
 from pathlib import Path
@@ -75,6 +76,11 @@ def ingest_cmd(
                   "them)", highlight=False)
     if report.sync_skipped:
         out.print(f"  [yellow]nothing retired[/]: {safe_markup(report.sync_skipped)}", highlight=False)
+    if report.skipped_paths:
+        reasons = Counter(reason for _, reason in report.skipped_paths)
+        out.print(f"  {len(report.skipped_paths)} path(s) not read: "
+                  + "; ".join(f"{n} {safe_markup(reason)}" for reason, n in reasons.most_common())
+                  + f" ({safe_markup(_first_five([p for p, _ in report.skipped_paths]))})", highlight=False)
 
 
 def _gated(engine: Engine) -> bool:
