@@ -34,6 +34,7 @@ from evidex.result import ResultContext, build_result, decision_json
 from evidex.retrieval.corpus import inlink_contexts, read_ahead
 from evidex.retrieval.hybrid import retrieve
 from evidex.serving import WARM_TERM_SETS_MAX, WARM_UP_QUERY, common_words, settle_heap
+from evidex.stores.ann import AnnSettings
 from evidex.stores.protocol import Store, describe_model_mismatch
 from evidex.stores.sqlite import SqliteStore
 from evidex.types import (
@@ -50,7 +51,8 @@ from evidex.types import (
 
 def open_store(config: Config) -> Store:
     if config.index.backend == "sqlite":
-        return SqliteStore(config.index_dir, title_weight=config.retrieval.title_weight)
+        return SqliteStore(config.index_dir, title_weight=config.retrieval.title_weight, ann=AnnSettings(
+            min_chunks=config.index.ann_min_chunks, exact_below_share=config.index.ann_exact_share))
     if config.index.backend == "milvus":
         try:
             from evidex.stores.milvus import MilvusStore

@@ -1,12 +1,12 @@
-"""Exact dense search over a numpy matrix, with filters applied as boolean masks.
+"""Dense search over one snapshot's vectors, with filters applied as boolean masks.
 
-At 100k chunks x 384 dims the matrix is 150 MB and one query is a single matrix-vector product (a few
-milliseconds on 2 cores), so no approximate index is needed at this scale; see `evidex bench`.
+Below `[index] ann_min_chunks` the search is exact: one matrix-vector product (100k x 384 is 150 MB and a few
+milliseconds on two cores). Above it an approximate index (`evidex.stores.ann`) proposes candidates, which are
+scored exactly here; a filter passing few rows is still searched exactly over those rows. See `evidex bench`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -16,16 +16,11 @@ import numpy as np
 import numpy.typing as npt
 
 from evidex.errors import StoreError
+from evidex.stores.ann import AnnIndex
 from evidex.types import Chunk, ScoredId, SearchFilters
 
 _NEVER = np.iinfo(np.int64).max
 _ALWAYS = np.iinfo(np.int64).min
-
-
-def _epoch(value: str | None, default: int) -> int:
-    if value is None:
-        return default
-    return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
 
 
 class DenseIndex:
@@ -53,23 +48,7 @@ class DenseIndex:
         self._label_masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = {}
         self._pattern_masks: dict[str, npt.NDArray[np.bool_]] = {}
         self._rows: dict[str, int] | None = None  # record id -> row, built on first use
-
-    @classmethod
-    def from_rows(cls, rows: Sequence[Any]) -> DenseIndex:
-        """Rows, in rowid order, with rowid, record_id, doc_id, source, evidence_family, access_labels (JSON),
-        published_at, expires_at (ISO text) and vector (float32 bytes)."""
-        if rows:
-            matrix = np.vstack([np.frombuffer(r["vector"], dtype=np.float32) for r in rows])
-        else:
-            matrix = np.zeros((0, 0), dtype=np.float32)
-        return cls(
-            [r["record_id"] for r in rows], matrix,
-            doc_ids=[r["doc_id"] for r in rows], sources=[r["source"] for r in rows],
-            families=[r["evidence_family"] for r in rows],
-            labels=[json.loads(r["access_labels"]) for r in rows],
-            published=np.array([_epoch(r["published_at"], _ALWAYS) for r in rows], dtype=np.int64),
-            expires=np.array([_epoch(r["expires_at"], _NEVER) for r in rows], dtype=np.int64),
-            rowids=np.array([r["rowid"] for r in rows], dtype=np.int64))
+        self.ann: AnnIndex | None = None  # approximate candidates (large indexes; `evidex.stores.ann`)
 
     @classmethod
     def of_chunks(cls, chunks: Sequence[Chunk]) -> DenseIndex:
@@ -148,15 +127,46 @@ class DenseIndex:
         if query.shape != (self.matrix.shape[1],):
             raise StoreError(f"the query vector has shape {query.shape} but the index holds "
                              f"{self.matrix.shape[1]}-dimensional vectors: the index was embedded with another model")
+        keep = self.mask(filters)
+        if self.ann is not None and limit < len(self.ids):
+            rows = self._approximate_rows(query, limit, keep)
+            if rows is not None:
+                return self._ranked(rows, self._scores(rows, query), limit)
         # numpy's own loop, not BLAS: under load the multi-threaded BLAS product waited for a free core (8 ms
         # instead of 0.5 at 3,563 rows, measured in the engine); idle it is a little faster (0.24 vs 0.47 ms)
         # and at 100k rows both take about 7 ms.
         scores = np.einsum("ij,j->i", self.matrix, query)
-        keep = self.mask(filters)
         if keep is not None:
             scores = np.where(keep, scores, -np.inf)
+        return self._ranked(np.arange(len(scores)), scores, limit)
+
+    def _approximate_rows(self, query: npt.NDArray[np.float32], limit: int,
+                          keep: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.int64] | None:
+        """The rows whose exact scores decide the result: the approximate index's candidates, or every row a
+        narrow filter lets through (too few of them lie in the lists a scan reads); None when the candidates
+        cannot fill `limit` (exact search then)."""
+        assert self.ann is not None
+        if keep is not None:
+            passing = np.flatnonzero(keep)
+            if len(passing) < self.ann.settings.exact_below_share * len(keep):
+                return passing
+        rows = self.ann.candidates(query, limit, keep)
+        return rows if len(rows) >= limit else None
+
+    def _scores(self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Exact cosines of `rows` (read in row order: a memory-mapped matrix is then read forward)."""
+        order = np.argsort(rows, kind="stable")
+        scores = np.empty(len(rows), dtype=np.float32)
+        scores[order] = np.einsum("ij,j->i", np.asarray(self.matrix[rows[order]], dtype=np.float32), query)
+        return scores
+
+    def _ranked(self, rows: npt.NDArray[np.int64], scores: npt.NDArray[np.floating[Any]],
+                limit: int) -> list[ScoredId]:
+        """The best `limit` of `rows` (`scores[i]` is row `rows[i]`'s), score descending then row ascending (the
+        stable order of exact search)."""
         n = min(limit, len(scores))
+        if n == 0:
+            return []
         top = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
-        # Stable order: score descending, then row (insertion order) ascending.
-        top = top[np.lexsort((top, -scores[top]))]
-        return [ScoredId(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+        top = top[np.lexsort((rows[top], -scores[top]))]
+        return [ScoredId(self.ids[rows[i]], float(scores[i])) for i in top if np.isfinite(scores[i])]

@@ -27,10 +27,12 @@ import numpy.typing as npt
 from evidex.errors import StoreError
 from evidex.lexical import tokens
 from evidex.private_files import private_file
+from evidex.stores.ann import AnnSettings
 from evidex.stores.dense import DenseIndex
 from evidex.stores.protocol import BatchWrite
 from evidex.stores.snapshot_cache import SnapshotCache
 from evidex.stores.sqlite_bm25 import BM25, WordMatches, fts5_idf, match_words, significant, top
+from evidex.stores.sqlite_dense import load_dense
 from evidex.stores.sqlite_ledger import SqliteLedger
 from evidex.stores.sqlite_schema import (
     CHUNK_COLUMNS,
@@ -55,12 +57,13 @@ def _regexp(pattern: str, value: str | None) -> bool:
 class SqliteStore:
     """`Store` on one SQLite file. Safe to share between threads (one connection behind a lock)."""
 
-    def __init__(self, directory: Path, *, title_weight: float = 1.0) -> None:
+    def __init__(self, directory: Path, *, title_weight: float = 1.0, ann: AnnSettings | None = None) -> None:
         if directory.exists() and not directory.is_dir():
             raise StoreError(f"{directory} is a file, not an index folder: point --index / the config at a folder")
         private_file(directory / INDEX_FILE)  # 0600 in a 0700 folder (evidex.private_files)
         self.path = directory / INDEX_FILE
         self.title_weight = title_weight
+        self.ann = ann or AnnSettings()  # from which size dense search is approximate (`evidex.stores.ann`)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
@@ -196,10 +199,13 @@ class SqliteStore:
         with self._lock:
             generation = self._generation()
             if self._dense is None or generation != self._dense_generation:
-                rows = self._db.execute(
-                    "SELECT rowid, record_id, doc_id, source, evidence_family, access_labels, published_at, "
-                    "expires_at, vector FROM records WHERE retired_by IS NULL ORDER BY rowid").fetchall()
-                self._dense = DenseIndex.from_rows(rows)
+                self._dense = None  # the old snapshot's matrix is not kept while the new one loads
+                self._db.execute("BEGIN")  # the count, the rows and the generation: one snapshot
+                try:
+                    generation = self._generation()
+                    self._dense = load_dense(self._db, self.path.parent, generation, self.ann)
+                finally:
+                    self._db.execute("COMMIT")
                 self._dense_generation = generation
             return self._dense
 
