@@ -1,7 +1,7 @@
 """The evaluation sets the project measures itself on, for the scripts in scripts/ (not part of the package).
 
-The four development sets live in a data folder outside this repository (`--data`, by default
-`../shared/data`: k8s, HotpotQA, MuSiQue, SciFact); our own blind k8s sets are folders of `eval/`, listed in
+The five development sets live in a data folder outside this repository (`--data`, by default
+`../shared/data`: k8s, FastAPI, HotpotQA, MuSiQue, SciFact); our own blind k8s sets are folders of `eval/`, listed in
 `eval/blind_sets.txt`. A script puts this folder on `sys.path` and imports from here:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
@@ -50,9 +50,10 @@ def blind_k8s_sets(data: Path) -> list[DevSet]:
 
 
 def dev_sets(data: Path) -> list[DevSet]:
-    """The four development sets of the data folder `data`, in the order the reports use."""
+    """The five development sets of the data folder `data`, in the order the reports use."""
     return [
         DevSet("k8s", (data / "k8s" / "docs",), data / "k8s" / "questions.jsonl"),
+        DevSet("fastapi", (data / "fastapi" / "docs",), data / "fastapi" / "questions.jsonl"),
         DevSet("hotpotqa", (data / "hotpotqa" / "corpus.jsonl",), data / "hotpotqa" / "questions.jsonl"),
         DevSet("musique", (data / "musique" / "corpus.jsonl",), data / "musique" / "questions.jsonl"),
         DevSet("scifact", (data / "scifact" / "corpus.jsonl",), data / "scifact" / "queries.jsonl",

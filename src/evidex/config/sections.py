@@ -162,6 +162,18 @@ class GateConfig:
 
 
 @dataclass(frozen=True)
+class SignalsConfig:
+    """`[signals]`: the confidence model and the decision that follows from it (see `evidex calibrate`)."""
+
+    confidence_model: str = setting("", "A confidence model written by `evidex calibrate` on your own labelled "
+                                        "questions, relative to the config file; empty = the shipped model, fitted "
+                                        "on the development sets of every domain.")
+    proceed_confidence: float = setting(0.7, "Proceed only when the confidence (the probability that the context "
+                                              "holds every required piece of evidence) is at least this and no "
+                                              "required family is missing; below it, re-query.", ge=0, le=1)
+
+
+@dataclass(frozen=True)
 class IngestConfig:
     """`[ingest]`: provenance for documents that carry none, and which files of a folder are read (see
     `evidex.ingest.overlay`; CLI flags of `evidex ingest` replace these). What an ingest wrote is in the index

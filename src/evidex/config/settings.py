@@ -23,6 +23,7 @@ from evidex.config.sections import (
     IndexConfig,
     IngestConfig,
     RetrievalConfig,
+    SignalsConfig,
 )
 from evidex.config.tables import FamilyRule, ShapeRule, family_rules, shape_rules
 from evidex.errors import ConfigError
@@ -41,6 +42,7 @@ class Config:
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
     gate: GateConfig = field(default_factory=GateConfig)
+    signals: SignalsConfig = field(default_factory=SignalsConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     families: tuple[FamilyRule, ...] = ()
     shapes: tuple[ShapeRule, ...] = ()
@@ -54,6 +56,11 @@ class Config:
     @property
     def cache_dir(self) -> Path:
         return _resolve(self.root, self.embedding.cache_dir)
+
+    @property
+    def confidence_model_path(self) -> Path | None:
+        """The `[signals] confidence_model` file, resolved against the config file's folder; None: the shipped one."""
+        return _resolve(self.root, self.signals.confidence_model) if self.signals.confidence_model else None
 
     @property
     def fusion_mode(self) -> FusionMode:
@@ -109,6 +116,7 @@ SECTIONS: dict[str, type[Any]] = {
     "retrieval": RetrievalConfig,
     "evidence": EvidenceConfig,
     "gate": GateConfig,
+    "signals": SignalsConfig,
     "ingest": IngestConfig,
 }
 """The `[section]` tables of `evidex.toml`, in the order of the reference."""

@@ -136,3 +136,54 @@ def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
     ranks = _ranks([*pos, *neg])
     u = sum(ranks[: len(pos)]) - len(pos) * (len(pos) + 1) / 2
     return u / (len(pos) * len(neg))
+
+
+def reliability_bins(probs: Sequence[float], outcomes: Sequence[bool],
+                     bins: int = 10) -> list[tuple[int, float, float]]:
+    """`bins` equal-width bins of [0, 1] (a probability of exactly 1 falls in the last): per bin, how many
+    predictions it holds, their mean probability and the share of them that came true (0, 0, 0 when empty).
+    The points of a reliability diagram, and what `ece` weighs."""
+    count = [0] * bins
+    stated = [0.0] * bins
+    true = [0.0] * bins
+    for p, y in zip(probs, outcomes, strict=True):
+        b = min(bins - 1, max(0, int(p * bins)))
+        count[b] += 1
+        stated[b] += p
+        true[b] += 1.0 if y else 0.0
+    return [(n, s / n, t / n) if n else (0, 0.0, 0.0) for n, s, t in zip(count, stated, true, strict=True)]
+
+
+def ece(probs: Sequence[float], outcomes: Sequence[bool], bins: int = 10) -> float | None:
+    """Expected calibration error: over equal-width bins of the stated probability, the gap between the mean
+    probability and how often it came true, weighed by the bin's share of predictions (0: every stated
+    probability means what it says). None without predictions.
+
+    >>> round(ece([0.9, 0.9, 0.2, 0.2], [True, False, False, False]), 4)
+    0.3
+    """
+    if not probs:
+        return None
+    return sum(n * abs(s - t) for n, s, t in reliability_bins(probs, outcomes, bins)) / len(probs)
+
+
+def brier(probs: Sequence[float], outcomes: Sequence[bool]) -> float | None:
+    """Mean squared gap between a stated probability and what happened (1 or 0); None without predictions.
+
+    >>> brier([1.0, 0.5], [True, False])
+    0.125
+    """
+    if not probs:
+        return None
+    return sum((p - (1.0 if y else 0.0)) ** 2 for p, y in zip(probs, outcomes, strict=True)) / len(probs)
+
+
+def balanced_accuracy(says: Sequence[bool], truth: Sequence[bool]) -> float | None:
+    """The mean of the rate of `says` among true cases and of its absence among false ones (here: proceed when
+    the answer is complete, not proceed when it is not), so a decision that always proceeds scores 0.5
+    whatever the share of complete answers; None without both kinds of case."""
+    pos = [s for s, t in zip(says, truth, strict=True) if t]
+    neg = [s for s, t in zip(says, truth, strict=True) if not t]
+    if not pos or not neg:
+        return None
+    return (sum(pos) / len(pos) + sum(1 for s in neg if not s) / len(neg)) / 2

@@ -10,6 +10,10 @@
   higher coverage ratio than an incomplete one (0.5: the ratio tells them apart no better than chance);
 - requery_when_incomplete: how often the recommendation is re-query or stop when the answer really is
   incomplete; proceed_when_complete: how often it is proceed when the answer is complete;
+  decision_balanced_accuracy: the mean of the two (an agent that always proceeds scores 0.5);
+- confidence_ece: expected calibration error of `confidence` as the probability that the answer is complete
+  (10 equal-width bins); confidence_brier: its mean squared error against completeness;
+  confidence_reliability: per bin, [answers, mean confidence, share complete];
 - signals_ms: what computing the signals adds to a query (p50 / p95 of each result's `cost`).
 """
 
@@ -56,6 +60,9 @@ def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float, bool]]) 
     ceiling = metrics.spearman_ceiling(qual)
     auc = metrics.auroc(conf, is_complete)
     coverage_auc = metrics.auroc(ratios, is_complete)
+    calibration_error = metrics.ece(conf, is_complete)
+    brier = metrics.brier(conf, is_complete)
+    balanced = metrics.balanced_accuracy([a == "proceed" for a in action], is_complete)
     return {
         "confidence_spearman": None if rho is None else round(rho, 4),
         "confidence_spearman_ceiling": None if ceiling is None else round(ceiling, 4),
@@ -65,6 +72,13 @@ def check_signals(rows: Sequence[tuple[Question, dict[str, Any], float, bool]]) 
         "coverage_auroc": None if coverage_auc is None else round(coverage_auc, 4),
         "requery_when_incomplete": ratio(sum(1 for a in when_incomplete if a != "proceed"), len(when_incomplete)),
         "proceed_when_complete": ratio(sum(1 for a in when_complete if a == "proceed"), len(when_complete)),
+        "decision_balanced_accuracy": None if balanced is None else round(balanced, 4),
+        "confidence_ece": None if calibration_error is None else round(calibration_error, 4),
+        "confidence_brier": None if brier is None else round(brier, 4),
+        # The reliability diagram's points: per tenth of the stated probability, [answers, mean confidence,
+        # share complete] (`evidex eval --plots` draws them).
+        "confidence_reliability": [[n, round(s, 4), round(t, 4)] for n, s, t in metrics.reliability_bins(conf,
+                                                                                                         is_complete)],
         "signals_ms": {"p50": round(metrics.percentile(spent, 50), 3), "p95": round(metrics.percentile(spent, 95), 3)},
         "questions": len(rows),
     }

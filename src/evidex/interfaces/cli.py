@@ -3,7 +3,7 @@ the commands live with their concept:
 
 - `cli_index`: ingest, stats, batches, rollback, dead-letters, export, import
 - `cli_query`: search, show, query, replay, verify, demo, ask
-- `cli_evaluation`: eval, bench
+- `cli_evaluation`: eval, calibrate, bench
 - `cli_models`: setup, export-cross-encoder, cache
 - `cli_agents`: serve, mcp, keys, tool-schema
 
@@ -47,6 +47,7 @@ app.command("batches")(cli_index.batches_cmd)
 app.command("rollback")(cli_index.rollback_cmd)
 app.command("setup")(cli_models.setup_cmd)
 app.command("eval")(cli_evaluation.eval_cmd)
+app.command("calibrate")(cli_evaluation.calibrate_cmd)
 app.command("query")(cli_query.query_cmd)
 app.command("replay")(cli_query.replay_cmd)
 app.command("verify")(cli_query.verify_cmd)

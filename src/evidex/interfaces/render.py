@@ -223,3 +223,13 @@ def render_eval(console: Console, report: dict[str, Any]) -> None:
         console.print("confidence against quality: Spearman, the ceiling of a score that never ties, AUROC; the "
                       "coverage detector's precision and recall, and the AUROC of its ratio; re-query when the "
                       "answer is incomplete; what the signals cost, p50 ms", style="dim")
+        if any("confidence_ece" in sig for sig in with_signals.values()):  # reports written before have none
+            console.print(_figures(
+                ["pipeline", "ECE", "Brier", "proceed when complete", "not when incomplete", "balanced accuracy"],
+                [[name, _fmt(sig.get("confidence_ece")), _fmt(sig.get("confidence_brier")),
+                  _fmt(sig["proceed_when_complete"]), _fmt(sig["requery_when_incomplete"]),
+                  _fmt(sig.get("decision_balanced_accuracy"))] for name, sig in with_signals.items()],
+                title="confidence as the probability of a complete answer; the decision as an agent feels it"))
+            console.print("ECE: 10 equal-width bins of the stated confidence; Brier: mean squared error against "
+                          "complete (1) or not (0); balanced accuracy: the mean of the two decision rates",
+                          style="dim")

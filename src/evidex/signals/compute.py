@@ -3,13 +3,10 @@ diversity, coverage, and the recommendation (proceed / re-query / stop)."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 from urllib.parse import urlparse
 
@@ -20,16 +17,15 @@ from evidex.evidence.plan import PlanSource, RequiredFamily
 from evidex.evidence.terms import chunk_terms, terms
 from evidex.evidence.words import WordsHeld, words_held
 from evidex.outcome import Action, FamilyState, Recommendation, SearchOutcome
+from evidex.signals.model import ConfidenceModel, shipped_model
 from evidex.types import Candidate
 
 STOP_CONDITION = "stop-no-fresh-authorized-citable-source"
 
 
-@lru_cache(maxsize=1)
 def confidence_model() -> dict[str, Any]:
-    """Fitted logistic-regression parameters (scripts/fit_confidence.py writes them; data, not code)."""
-    text = resources.files("evidex").joinpath("data/confidence.json").read_text(encoding="utf-8")
-    return dict(json.loads(text))
+    """The shipped model's parameters as written (`evidex calibrate` fits them; data, not code)."""
+    return shipped_model().document
 
 
 def features(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, float]:
@@ -164,12 +160,12 @@ def evidence_chain(outcome: SearchOutcome) -> int:
     return depth
 
 
-def bounded_confidence(outcome: SearchOutcome, feats: dict[str, float]) -> float:
+def bounded_confidence(outcome: SearchOutcome, feats: dict[str, float], model: ConfidenceModel | None = None) -> float:
     """The fitted confidence, bounded by what is known to be missing. A family declared by its members (a
     question shape's, the caller's) is a requirement, not a guess: while a share of them has no admitted
     evidence (missing, or found but rejected), the result's quality is at most the share covered, so a stop over
     restricted evidence never reads as sure. An aspect the agent focused on is not declared."""
-    value = confidence(feats)
+    value = confidence(feats, model)
     declared = {f.name for f in outcome.plan.families if f.is_store_filterable}  # not an agent's focus
     statuses = [f.status for f in outcome.families if f.name in declared]
     if statuses:
@@ -177,19 +173,11 @@ def bounded_confidence(outcome: SearchOutcome, feats: dict[str, float]) -> float
     return value
 
 
-def confidence(feats: dict[str, float]) -> float:
-    """The fitted logistic model on the features, each first clipped to the range it took in training: a
-    question unlike any the model saw is scored at the edge of what it knows, not by extrapolation."""
-    model = confidence_model()
-    ranges = model.get("ranges", {})
-
-    def clipped(name: str) -> float:
-        value = feats.get(name, 0.0)
-        low, high = ranges.get(name, (value, value))
-        return min(max(value, float(low)), float(high))
-
-    z = float(model["intercept"]) + sum(float(w) * clipped(name) for name, w in model["weights"].items())
-    return 1.0 / (1.0 + math.exp(-z))
+def confidence(feats: dict[str, float], model: ConfidenceModel | None = None) -> float:
+    """The fitted logistic model (the shipped one unless `model`) on the features, each first clipped to the
+    range it took in training: a question unlike any the model saw is scored at the edge of what it knows, not
+    by extrapolation."""
+    return (model or shipped_model()).probability(feats)
 
 
 def source_diversity(outcome: SearchOutcome) -> dict[str, Any]:
@@ -302,7 +290,8 @@ def describe_off_topic(words: WordsHeld) -> str:
 
 
 def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, min_question_word_share: float,
-              confidence: float, min_proceed_confidence: float, default_owner: str | None) -> Recommendation:
+              confidence: float, min_proceed_confidence: float, default_owner: str | None,
+              proceed_confidence: float = 0.0) -> Recommendation:
     blocked = tuple(cov["families_found_but_rejected"])
     if is_stop(outcome):
         return Recommendation(Action.STOP, STOP_CONDITION, owner=next_step_owner(outcome, default_owner, blocked))
@@ -349,7 +338,27 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
         return Recommendation(Action.REQUERY, f"confidence {confidence:.2f} is below {min_proceed_confidence:.2f} and "
                               f"the evidence lacks {absent_words[0]}: it may not answer the question",
                               focus=absent_words)
+    return _proceed_or_requery(outcome, cov, absent_words, confidence, proceed_confidence)
+
+
+def _proceed_or_requery(outcome: SearchOutcome, cov: dict[str, Any], absent_words: tuple[str, ...],
+                        confidence: float, proceed_confidence: float) -> Recommendation:
+    """Proceed only on the evidence: no required family missing and a calibrated confidence that clears
+    `proceed_confidence`. Nothing planned is no pass: the confidence alone must clear it. A re-query names
+    what to focus on: the missing families, else the question's words no evidence holds, else its aspects. A
+    required family is a declared one (a question shape's, the caller's); an automatic aspect is a guess that
+    the coverage ratio and the confidence already weigh."""
+    declared = {f.name for f in outcome.plan.families if f.is_store_filterable}
+    required_missing = tuple(name for name in cov["families_missing"] if name in declared)
+    if required_missing:
+        return Recommendation(Action.REQUERY, f"required evidence missing: {', '.join(required_missing)}",
+                              focus=required_missing)
+    if confidence < proceed_confidence:
+        focus = (tuple(a for a in cov["aspects_missing"] if a != HOP_ASPECT) or absent_words
+                 or tuple(a for a in outcome.plan.aspects) or (outcome.request.query,))
+        return Recommendation(Action.REQUERY, f"confidence {confidence:.2f} is below {proceed_confidence:.2f}: the "
+                              "evidence may not hold everything the question needs", focus=focus)
     if not planned(cov, outcome.families):
         # Nothing was planned to check; the terminal shows "coverage n/a" beside it, not a vacuous 1.00.
         return Recommendation(Action.PROCEED, NOTHING_PLANNED)
-    return Recommendation(Action.PROCEED, f"coverage {ratio:.2f}")
+    return Recommendation(Action.PROCEED, f"coverage {cov['ratio']:.2f}, confidence {confidence:.2f}")

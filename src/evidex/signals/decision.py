@@ -10,22 +10,28 @@ from dataclasses import dataclass
 from evidex.config import Config
 from evidex.outcome import SearchOutcome, Signals
 from evidex.signals.compute import bounded_confidence, coverage, features, nesting, recommend, source_diversity
+from evidex.signals.model import ConfidenceModel, load_model
 
 
 @dataclass(frozen=True)
 class DecisionSettings:
-    """The thresholds the recommendation applies (`[evidence]` and `[gate]` in the configuration)."""
+    """The thresholds the recommendation applies and the confidence model (`[evidence]`, `[signals]` and `[gate]`
+    in the configuration)."""
 
     requery_threshold: float
     min_question_word_share: float
     min_proceed_confidence: float
     default_owner: str | None
+    model: ConfidenceModel | None = None  # None: the shipped model
+    proceed_confidence: float = 0.0
 
     @classmethod
     def from_config(cls, config: Config) -> DecisionSettings:
         ev = config.evidence
         return cls(requery_threshold=ev.requery_threshold, min_question_word_share=ev.min_question_word_share,
-                   min_proceed_confidence=ev.min_proceed_confidence, default_owner=config.gate.default_owner or None)
+                   min_proceed_confidence=ev.min_proceed_confidence, default_owner=config.gate.default_owner or None,
+                   model=load_model(config.confidence_model_path),
+                   proceed_confidence=config.signals.proceed_confidence)
 
 
 def signals_of(outcome: SearchOutcome, settings: DecisionSettings) -> Signals:
@@ -33,9 +39,10 @@ def signals_of(outcome: SearchOutcome, settings: DecisionSettings) -> Signals:
     nest = nesting(outcome)  # both the coverage and the confidence features read it
     cov = coverage(outcome, nest)
     feats = features(outcome, nest)
-    confidence = round(bounded_confidence(outcome, feats), 4)
+    confidence = round(bounded_confidence(outcome, feats, settings.model), 4)
     rec = recommend(outcome, cov, threshold=settings.requery_threshold,
                     min_question_word_share=settings.min_question_word_share, confidence=confidence,
-                    min_proceed_confidence=settings.min_proceed_confidence, default_owner=settings.default_owner)
+                    min_proceed_confidence=settings.min_proceed_confidence, default_owner=settings.default_owner,
+                    proceed_confidence=settings.proceed_confidence)
     return Signals(confidence=confidence, features={k: round(v, 4) for k, v in sorted(feats.items())},
                    coverage=cov, source_diversity=source_diversity(outcome), recommendation=rec)
