@@ -57,6 +57,8 @@ def eval_cmd(
     backend: Annotated[str | None, typer.Option("--backend", help="sqlite (default) | milvus")] = None,
     misses: Annotated[str | None, typer.Option("--misses", help="list the families this pipeline missed, "
                                                "question by question, with where each ranked")] = None,
+    plots: Annotated[Path | None, typer.Option("--plots", file_okay=False, help="write a reliability diagram "
+                                               "(PNG) per pipeline here (needs evidex[plots])")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Evaluate pipelines side by side: family recall, all-found, nDCG@10, recall@100, MRR, latency."""
@@ -70,6 +72,10 @@ def eval_cmd(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="'--plan'") from None
     json_path = report_file(json_path)
+    if plots is not None:
+        from evidex.evaluation.plots import require_plots
+
+        run(require_plots)  # before a run that may take minutes
     cfg = run(lambda: load_config(config))
     if backend is not None:
         cfg = run(lambda: cfg.replace(index={"backend": backend}))
@@ -98,6 +104,67 @@ def eval_cmd(
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         out.print(f"wrote {json_path}")
+    if plots is not None:
+        from evidex.evaluation.plots import write_reliability_diagrams
+
+        for path in run(lambda: write_reliability_diagrams(report, plots)):
+            out.print(f"wrote {path}")
+
+
+def calibrate_cmd(
+    out_path: Annotated[Path, typer.Option("--out", help="write the fitted model here (JSON)")],
+    corpus: Annotated[list[Path] | None, typer.Option("--corpus", help="corpus file or directory (repeatable)")]
+    = None,
+    questions: Annotated[Path | None, typer.Option("--questions", help="labelled questions.jsonl")] = None,
+    queries: Annotated[Path | None, typer.Option("--queries", help="BEIR queries.jsonl")] = None,
+    qrels: Annotated[Path | None, typer.Option("--qrels", help="BEIR qrels.tsv")] = None,
+    metadata: Annotated[Path | None, typer.Option("--metadata", help="provenance overlay")] = None,
+    name: Annotated[str, typer.Option("--name", help="what these questions are called in the model file")]
+    = "questions",
+    rows: Annotated[list[Path] | None, typer.Option("--rows", help="labelled features saved by an earlier "
+                                                    "--save-rows (repeatable): fit on several sets together")] = None,
+    save_rows: Annotated[Path | None, typer.Option("--save-rows", help="also write these questions' labelled "
+                                                   "features here")] = None,
+    k: Annotated[int, typer.Option("--k", min=1, max=100)] = 10,
+    config: ConfigOpt = None,
+) -> None:
+    """Fit the confidence on labelled questions: the probability that the context holds every required family.
+    Point `[signals] confidence_model` at the file written to use it."""
+    from evidex.evaluation.datasets import load_beir, load_questions
+    from evidex.evaluation.runner import open_eval_engine
+    from evidex.signals.calibration import collect, fit_model, read_rows, write_model, write_rows
+
+    if (questions is not None and queries is not None) or (queries is not None and qrels is None):
+        raise typer.BadParameter("give --questions, or --queries with --qrels")
+    if (questions or queries) and not corpus:
+        raise typer.BadParameter("the questions are asked of --corpus: give it", param_hint="'--corpus'")
+    if not (questions or queries or rows):
+        raise typer.BadParameter("give --questions (or --queries with --qrels) and --corpus, or --rows")
+    report_file(out_path)  # checked before a run that may take minutes
+    fitted = [row for path in rows or () for row in run(lambda p=path: read_rows(p))]  # type: ignore[misc]
+    if questions or queries:
+        cfg = run(lambda: load_config(config))
+        qs = run(lambda: load_questions(questions) if questions else load_beir(queries, qrels))  # type: ignore[arg-type]
+        with progress_bar(sys.stderr.isatty()) as bar:
+            engine = run(lambda: open_eval_engine(cfg, corpus or [], metadata, progress=bar,
+                                                  log=lambda m: err.print(m, highlight=False)))
+            try:
+                mine = collect(engine.run, qs, name=name, k=k,
+                               progress=lambda i, n: bar(name, i, n))
+            finally:
+                engine.close()
+        if save_rows is not None:
+            write_rows(save_rows, mine)
+        fitted += mine
+    from evidex import __version__
+
+    try:
+        model = fit_model(fitted, version=__version__)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    write_model(out_path, model)
+    counts = ", ".join(f"{n}: {v['complete']} of {v['questions']} complete" for n, v in model["fitted_on"].items())
+    out.print(f"fitted on {len(fitted)} answers ({counts}); wrote {out_path}", highlight=False)
 
 
 def _principal(labels: str | None, retrieved_at: str | None) -> tuple[Principal | None, datetime | None]:
