@@ -15,6 +15,9 @@ Five parts, each reported next to its goal:
 4. Memory: peak RSS (`ru_maxrss`) and the RSS growth of the synthetic part. Goal: <= 1.5 GB.
 5. A plain `bm25s` baseline on the same synthetic texts and queries (skipped if bm25s is not installed).
    Parts 3 and 5 are `bench_synthetic`.
+6. Cost as the index grows (`--chunks 10000,100000,1000000`): each size built and served in child processes,
+   every mode's latency (the full pipeline and filters of 1 %, 10 % and 50 % included), peak RSS, disk, and the
+   approximate dense index's recall against exact search (`bench_scale`); `--plots` draws it.
 
 Timings are wall-clock; on a small shared machine they are indicative, and the report says so. The goals
 and the text report are in `bench_report`, the timing and memory probes in `measure`.
@@ -39,6 +42,7 @@ from evidex.embedding.protocol import Embedder
 from evidex.engine import configured_embedder
 from evidex.evaluation.bench_docs import docs_part
 from evidex.evaluation.bench_report import GOALS, check_goals
+from evidex.evaluation.bench_scale import scale_part
 from evidex.evaluation.bench_synthetic import bm25s_part, synthetic_part
 from evidex.evaluation.measure import RssSampler, loadavg, machine, maxrss_mb, rss_mb
 
@@ -52,7 +56,8 @@ NOISE_NOTE = ("{cpus} CPU core(s), shared with other running processes: the mach
 def run_bench(config: Config, *, docs: Path | None, questions: Path | None = None, synthetic_chunks: int = 100_000,
               queries: int = 200, log: Log = print, embedder: Embedder | None = None, docs_chunk_budget: int = 600,
               embed_rounds: int = 2, synthetic_batch_chunks: int = 10_000, seed: int = 13,
-              workdir: Path | None = None) -> dict[str, Any]:
+              workdir: Path | None = None, scale_sizes: list[int] | None = None,
+              config_path: Path | None = None) -> dict[str, Any]:
     """Measure everything in one run; returns the report (see `format_bench`). Parts 1 and 2 run on the
     documents of `docs` (asking `questions`, else the pages' titles) and are skipped without it. Temporary
     indexes are created under `workdir` (default: the system temp dir) and deleted afterwards."""
@@ -74,6 +79,8 @@ def run_bench(config: Config, *, docs: Path | None, questions: Path | None = Non
             report["embedding"] = {"skipped": "no documents given (--docs DIR)"}
             report["docs_latency"] = {"skipped": "no documents given (--docs DIR)"}
         _synthetic_and_memory(report, config, synthetic_chunks, queries, work, seed, synthetic_batch_chunks, log)
+        if scale_sizes:  # part 6: each size built and served in child processes (read `config_path` again)
+            report.update(scale_part(config_path, scale_sizes, queries, work, seed, log))
     report["environment"]["loadavg_end"] = loadavg()
     report["total_s"] = round(time.perf_counter() - started_all, 1)
     report["checks"] = check_goals(report)

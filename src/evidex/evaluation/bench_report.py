@@ -56,7 +56,8 @@ def format_bench(report: dict[str, Any]) -> str:
     syn = report.get("synthetic", {})
     lines = [*_header(report), *_embedding(report.get("embedding", {}), checks),
              *_docs_latency(report.get("docs_latency", {})), *_synthetic(syn),
-             *_memory(report.get("memory", {}), checks), *_bm25s(report.get("bm25s", {}), syn)]
+             *_memory(report.get("memory", {}), checks), *_bm25s(report.get("bm25s", {}), syn),
+             *_scale(report.get("sizes", {}))]
     if checks:
         lines.append("Goals")
         for name, c in checks.items():
@@ -179,4 +180,41 @@ def _bm25s(b: dict[str, Any], syn: dict[str, Any]) -> list[str]:
     ours = syn.get("modes", {}).get("bm25", {})
     if ours:
         lines.append("   " + _row("evidex FTS5 bm25", ours) + "   (Engine.search, chunk rows included)")
+    return [*lines, ""]
+
+
+def dominant_stage(figures: dict[str, Any]) -> str:
+    """Which part of a full search costs most at one size: the sparse search, the dense search (each alone, p50),
+    or what the full pipeline adds to hybrid retrieval (rerank, rescue, gate, signals)."""
+    lat = figures["latency_ms"]
+    parts = {"bm25 search": lat["bm25"]["p50"], "dense search": lat["dense"]["p50"],
+             "pipeline stages after retrieval": lat["full"]["p50"] - lat["hybrid"]["p50"]}
+    return max(parts, key=lambda name: parts[name])
+
+
+def _scale(sizes: dict[str, Any]) -> list[str]:
+    if not sizes:
+        return []
+    ns = sorted(sizes, key=int)
+    width = 12
+    lines = ["6. Cost as the index grows (each size built and served in its own processes)",
+             "   " + f"{'':<34}" + "".join(f"{int(n):>{width},}" for n in ns)]
+
+    def row(label: str, values: list[Any]) -> None:
+        lines.append("   " + f"{label:<34}" + "".join(f"{v:>{width}}" for v in values))
+
+    row("dense search", ["approximate" if sizes[n]["approximate"] else "exact" for n in ns])
+    for key, label in (("ingest_chunks_per_s", "ingest chunks/s (commit_batch)"), ("build_s", "ingest s"),
+                       ("dense_index_build_s", "dense index load/build s"), ("disk_mb", "disk MB"),
+                       ("build_peak_rss_mb", "build peak RSS MB"), ("serve_open_s", "serving: open s"),
+                       ("peak_rss_mb", "serving peak RSS MB")):
+        row(label, [sizes[n][key] for n in ns])
+    for mode in sizes[ns[0]]["latency_ms"]:
+        row(f"{mode} p50 / p95 ms", [f"{sizes[n]['latency_ms'][mode]['p50']:.1f}/"
+                                     f"{sizes[n]['latency_ms'][mode]['p95']:.0f}" for n in ns])
+    for key in sorted(k for k in sizes[ns[0]] if k.endswith("recall_at_10")):
+        row(key, [sizes[n][key] for n in ns])
+    row("costs most", [dominant_stage(sizes[n]).split()[0] for n in ns])
+    lines.append("   (costs most: bm25 / dense search alone, or the pipeline stages after retrieval; see "
+                 "dominant_stage)")
     return [*lines, ""]

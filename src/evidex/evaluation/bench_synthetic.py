@@ -26,7 +26,7 @@ from evidex.evaluation.metrics import percentile
 from evidex.evaluation.synthetic import FILTER, SyntheticCorpus
 from evidex.retrieval.fusion import fuse
 from evidex.retrieval.hybrid import candidates
-from evidex.stores.protocol import BatchWrite
+from evidex.stores.protocol import BatchWrite, Store
 from evidex.stores.sqlite import SqliteStore
 from evidex.types import RetrievalMode, SearchFilters
 
@@ -35,7 +35,7 @@ K = 10
 MODES = ("bm25", "dense", "hybrid", "hybrid+filter")
 
 
-class _LookupEmbedder:
+class LookupEmbedder:
     """Query vectors prepared in advance (synthetic corpus): `Engine.search` runs unchanged, encoding costs
     a dict lookup."""
 
@@ -63,10 +63,10 @@ class _LookupEmbedder:
 
 
 @dataclass(frozen=True)
-class _Built:
+class BuiltSynthetic:
     """The synthetic index as committed, with what its build cost."""
 
-    store: SqliteStore
+    store: Store
     documents: int
     passing: int
     batches: int
@@ -82,15 +82,16 @@ def synthetic_part(config: Config, *, n_chunks: int, queries: int, work: Path, s
     gen = SyntheticCorpus.create(seed)
     setup_s = time.perf_counter() - started
     index_dir = work / "synthetic-index"
-    built = _build(gen, config, index_dir, n_chunks, batch_chunks, seed, setup_s, log)
+    store = SqliteStore(index_dir, title_weight=config.retrieval.title_weight)
+    built = build_synthetic(gen, config, index_dir, n_chunks, batch_chunks, seed, setup_s, log, store)
     qs = gen.queries(seed + 7, queries)
     texts = [q for q, _ in qs]
-    embedder = _LookupEmbedder(dict(qs), gen.dim)
-    engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder, store=built.store)
+    embedder = LookupEmbedder(dict(qs), gen.dim)
+    engine = Engine.open(config.replace(index={"path": str(index_dir)}), embedder=embedder, store=store)
     filters = SearchFilters(access_labels=FILTER["access_labels"], valid_at=datetime.now(UTC))
     cold, times = _latency(engine, texts, filters, log)
-    breakdown = {"hybrid": _hybrid_breakdown(engine, built.store, texts, embedder, None),
-                 "hybrid+filter": _hybrid_breakdown(engine, built.store, texts, embedder, filters)}
+    breakdown = {"hybrid": _hybrid_breakdown(engine, store, texts, embedder, None),
+                 "hybrid+filter": _hybrid_breakdown(engine, store, texts, embedder, filters)}
     report = {
         "chunks": n_chunks, "documents": built.documents, "dim": gen.dim, "vocabulary": len(gen.vocab),
         "clusters": len(gen.centroids), "tokens_per_chunk": "80-200 (Zipf s=1.07, 15% cluster topic words)",
@@ -102,7 +103,7 @@ def synthetic_part(config: Config, *, n_chunks: int, queries: int, work: Path, s
         "queries": len(texts), "k": K, "candidate_pool": config.retrieval.candidate_pool,
         "fusion": config.retrieval.fusion.value,
         "query_words": "3-8: 1-2 cluster topic words + Zipfian words outside the 100 most frequent",
-        "fts_matching_chunks_per_query": _fts_match_counts(built.store, texts),
+        "fts_matching_chunks_per_query": _fts_match_counts(store, texts),
         "filter": {"access_labels": list(FILTER["access_labels"]), "valid_at": "now",
                    "passing_share": round(built.passing / n_chunks, 3)},
         "modes": times,
@@ -110,12 +111,13 @@ def synthetic_part(config: Config, *, n_chunks: int, queries: int, work: Path, s
         "note": "query vectors come from the generator: query encoding is excluded here (see the docs "
                 "figures for its cost)",
     }
-    return report, built.store, texts
+    return report, store, texts
 
 
-def _build(gen: SyntheticCorpus, config: Config, index_dir: Path, n_chunks: int, batch_chunks: int, seed: int,
-           setup_s: float, log: Log) -> _Built:
-    store = SqliteStore(index_dir, title_weight=config.retrieval.title_weight)
+def build_synthetic(gen: SyntheticCorpus, config: Config, index_dir: Path, n_chunks: int, batch_chunks: int,
+                    seed: int, setup_s: float, log: Log, store: Store | None = None) -> BuiltSynthetic:
+    """The corpus written through `commit_batch` into `store` (default: a SQLite store in `index_dir`)."""
+    store = store or SqliteStore(index_dir, title_weight=config.retrieval.title_weight)
     now = datetime.now(UTC).replace(microsecond=0)
     generate_s = commit_s = 0.0
     docs = passing = done = b = 0
@@ -134,7 +136,7 @@ def _build(gen: SyntheticCorpus, config: Config, index_dir: Path, n_chunks: int,
         b += 1
         log(f"synthetic: {done}/{n_chunks} chunks committed ({commit_s:.1f} s in commit_batch, "
             f"{generate_s:.1f} s generating)")
-    return _Built(store, docs, passing, b, setup_s, generate_s, commit_s)
+    return BuiltSynthetic(store, docs, passing, b, setup_s, generate_s, commit_s)
 
 
 def _latency(engine: Engine, texts: list[str], filters: SearchFilters,
@@ -161,7 +163,7 @@ def _latency(engine: Engine, texts: list[str], filters: SearchFilters,
     return cold, times
 
 
-def _hybrid_breakdown(engine: Engine, store: SqliteStore, queries: Sequence[str], embedder: _LookupEmbedder,
+def _hybrid_breakdown(engine: Engine, store: SqliteStore, queries: Sequence[str], embedder: LookupEmbedder,
                       filters: SearchFilters | None) -> dict[str, Any]:
     """The stages of `retrieve` in hybrid mode, timed one by one with the same calls it makes."""
     settings = engine.config.retrieval

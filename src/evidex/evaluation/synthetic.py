@@ -27,6 +27,9 @@ SYNTH_TOPIC_WORDS = 40
 SYNTH_TOPIC_SHARE = 0.15  # share of a chunk's tokens drawn from its cluster's topic words
 QUERY_HEAD_SKIP = 100  # query words skip the 100 most frequent ranks (the stopword-like head)
 FILTER = {"access_labels": ("public", "internal")}  # plus valid_at = now
+# Labels that let through a known share of the documents (nested: sel-1 within sel-10 within sel-50), so a filter
+# of a given selectivity is one access label, the commonest filter.
+SELECTIVITY = {"sel-1": 0.01, "sel-10": 0.10, "sel-50": 0.50}
 
 _CONSONANTS = [*list("bcdfghjklmnprstvwz"), "ch", "sh", "th", "st", "tr", "pl"]
 _VOWELS = [*list("aeiou"), "ai", "ou", "ea"]
@@ -115,6 +118,7 @@ class SyntheticCorpus:
             sizes.append(min(int(rng.geometric(0.2)), 12, n_chunks - total_sizes))
             total_sizes += sizes[-1]
         doc_clusters = self._clusters(rng, len(sizes))
+        shares = np.random.default_rng(seed + 1).random(len(sizes))  # apart: the other draws stay as they were
         chunk_clusters = np.repeat(doc_clusters, sizes)
         lengths = rng.integers(80, 201, n_chunks)
         total = int(lengths.sum())
@@ -132,6 +136,7 @@ class SyntheticCorpus:
             cluster = int(doc_clusters[d])
             family = _FAMILIES[int(rng.integers(len(_FAMILIES)))] if rng.random() < 0.7 else None
             labels = _LABEL_SETS[int(rng.choice(len(_LABEL_SETS), p=_LABEL_P))]
+            labels += tuple(label for label, share in SELECTIVITY.items() if shares[d] < share)
             published = None if rng.random() < 0.1 else _EPOCH + timedelta(days=int(rng.integers(0, 7 * 365)))
             expires = None
             if rng.random() < 0.25:

@@ -183,9 +183,12 @@ def bench_cmd(
     questions: Annotated[Path | None, typer.Option("--questions", exists=True, dir_okay=False,
                                                    help="questions.jsonl to ask of --docs (default: the pages' "
                                                    "titles)")] = None,
-    chunks: Annotated[int, typer.Option("--chunks", help="size of the generated corpus")] = 100_000,
+    chunks: Annotated[str, typer.Option("--chunks", help="size of the generated corpus; several, comma-separated "
+                                        "(10000,100000,1000000), measure each in its own processes")] = "100000",
     queries: Annotated[int, typer.Option("--queries")] = 200,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the report here")] = None,
+    plots: Annotated[Path | None, typer.Option("--plots", file_okay=False, help="write a PNG of cost vs size "
+                                               "here (the plots extra)")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Ingest throughput vs the raw embedder, query latency per mode, peak memory, a bm25s baseline."""
@@ -194,10 +197,22 @@ def bench_cmd(
 
     if questions is not None and docs is None:
         raise typer.BadParameter("the questions are asked of --docs: give both", param_hint="'--questions'")
+    try:
+        sizes = sorted({int(n) for n in chunks.split(",") if n.strip()})
+    except ValueError:
+        raise typer.BadParameter(f"{chunks!r} is not a number or a comma-separated list",
+                                 param_hint="'--chunks'") from None
+    if not sizes or sizes[0] < 1:
+        raise typer.BadParameter("give at least one size >= 1", param_hint="'--chunks'")
     json_path = report_file(json_path)
     cfg = run(lambda: load_config(config))
-    report = run(lambda: run_bench(cfg, docs=docs, questions=questions, synthetic_chunks=chunks, queries=queries,
-                                   log=lambda m: err.print(m, highlight=False, markup=False)))
+    report = run(lambda: run_bench(cfg, docs=docs, questions=questions, synthetic_chunks=sizes[0], queries=queries,
+                                   log=lambda m: err.print(m, highlight=False, markup=False), scale_sizes=sizes,
+                                   config_path=config))
     out.print(format_bench(report), markup=False, highlight=False)
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    if plots is not None:
+        from evidex.evaluation.bench_plots import write_plots
+
+        out.print(f"wrote {run(lambda: write_plots(report['sizes'], plots))}")
