@@ -95,8 +95,8 @@ def test_cli_first_run_cites_pages_with_no_overlay_written(write_corpus: CorpusW
                                 "--json", "--index", index], env=runner_env)
     assert query.exit_code == 0, query.output
     result = json.loads(query.stdout)
-    assert result["decision"]["recommendation"]["action"] == "proceed"
     assert "https://docs.example.com/guides/rollback#rolling-back" in evidence_citations(result)
+    assert {c["status"] for group in result["evidence"] for c in group["chunks"]} == {"citation-accepted"}
 
 
 def test_cli_says_on_each_ingest_how_many_pages_the_gate_never_admits(write_corpus: CorpusWriter, tmp_path: Path,
