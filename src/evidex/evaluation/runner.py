@@ -27,6 +27,7 @@ from evidex.embedding.protocol import Embedder
 from evidex.engine import Engine, configured_embedder
 from evidex.evaluation import metrics
 from evidex.evaluation.answers import EvalSettings, Ranked
+from evidex.evaluation.budget import BUDGETS_TOKENS, TokenCounter, within_budget
 from evidex.evaluation.datasets import Question
 from evidex.evaluation.gate_audit import GateAudit
 from evidex.evaluation.measure import machine
@@ -180,6 +181,7 @@ def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[
     report: dict[str, Any] = {"k": k, "plan": plan.value, "questions": len(questions), "machine": machine(),
                               "snapshot_id": engine.store.snapshot_id(), "config_hash": engine.config.hash(),
                               "gate": gate_info, "pipelines": {}}
+    counter = TokenCounter()
     for name in pipelines:
         fn = PIPELINES[name]
         fn(engine, questions[0], settings) if questions else None  # warm-up (model load, caches)
@@ -191,7 +193,7 @@ def evaluate(engine: Engine, questions: Sequence[Question], pipelines: Sequence[
             rows.append((q, ranked, elapsed_ms))
             if progress is not None:
                 progress(name, i, len(questions))
-        report["pipelines"][name] = summarize(rows, k)
+        report["pipelines"][name] = summarize(rows, k, counter)
         if any("result" in r.info for _, r, _ in rows):
             checked = [(q, r.info["result"], quality(q, r.chunks, r.top_k(k)),
                         metrics.family_recall(q, r.top_k(k)) == 1.0) for q, r, _ in rows]
@@ -206,7 +208,20 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return round(statistics.fmean(present), 4) if present else None
 
 
-def summarize(rows: Sequence[tuple[Question, Ranked, float]], k: int) -> dict[str, Any]:
+def at_tokens(rows: Sequence[tuple[Question, Ranked, float]], counter: TokenCounter,
+              budgets: Sequence[int] = BUDGETS_TOKENS) -> dict[str, dict[str, float | None]]:
+    """Family recall and all-found of each answer read within each budget of tokens (see `evaluation.budget`):
+    a pipeline's chunks in its own order, its context first."""
+    out: dict[str, dict[str, float | None]] = {}
+    for budget in budgets:
+        recalls = [metrics.family_recall(q, within_budget(r.chunks, budget, counter)) for q, r, _ in rows]
+        out[str(budget)] = {"family_recall": _mean(recalls),
+                            "all_found": _mean([1.0 if x == 1.0 else 0.0 for x in recalls])}
+    return out
+
+
+def summarize(rows: Sequence[tuple[Question, Ranked, float]], k: int,
+              counter: TokenCounter | None = None) -> dict[str, Any]:
     recalls = [metrics.family_recall(q, r.top_k(k)) for q, r, _ in rows]
     # The same over the first k distinct pages: a plain retriever often spends its k chunks on a few pages
     # (several chunks of one long page), which the evidence pipelines' one-chunk-per-page context does not.
@@ -227,6 +242,8 @@ def summarize(rows: Sequence[tuple[Question, Ranked, float]], k: int) -> dict[st
         "latency_ms": {"p50": round(metrics.percentile(latencies, 50), 2),
                        "p95": round(metrics.percentile(latencies, 95), 2)},
     }
+    if counter is not None:
+        out["at_tokens"] = at_tokens(rows, counter)
     extra_keys = sorted({key for _, r, _ in rows for key in r.info if isinstance(r.info[key], (int, float))})
     for key in extra_keys:
         out[key] = _mean([float(r.info[key]) for _, r, _ in rows if key in r.info])

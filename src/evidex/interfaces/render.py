@@ -180,21 +180,33 @@ def render_misses(console: Console, report: dict[str, Any], pipeline: str) -> No
         console.print(f"  {qid}  {m['family']}: {where}", highlight=False, markup=False)
 
 
+BUDGET_SHOWN = 2048  # the context budget in tokens the eval table shows (the report holds every budget)
+
+
+def _budget_cell(row: dict[str, Any]) -> str:
+    """Family recall / all found within `BUDGET_SHOWN` tokens, or '-' for a report without budgets."""
+    budget = row.get("at_tokens", {}).get(str(BUDGET_SHOWN))
+    return f"{_fmt(budget['family_recall'])} / {_fmt(budget['all_found'])}" if budget else "-"
+
+
 def render_eval(console: Console, report: dict[str, Any]) -> None:
     """`evidex eval`'s report: quality and latency per pipeline; the gate audit and the agent-signal
     validation where the run has them."""
     k = report["k"]
     pipelines: dict[str, dict[str, Any]] = report["pipelines"]
     console.print(_figures(
-        ["pipeline", f"family recall / all found @{k}", f"… in {k} distinct pages", "nDCG @10", "recall @100",
-         "MRR", "p50 / p95 ms"],
+        ["pipeline", f"family recall / all found @{k}", f"… in {k} distinct pages",
+         f"… within {BUDGET_SHOWN:,} tokens", "nDCG @10", "recall @100", "MRR", "p50 / p95 ms"],
         [[name, f"{_fmt(row['family_recall'])} / {_fmt(row['all_found'])}",
-          f"{_fmt(row['family_recall_pages'])} / {_fmt(row['all_found_pages'])}", _fmt(row["ndcg@10"]),
+          f"{_fmt(row['family_recall_pages'])} / {_fmt(row['all_found_pages'])}", _budget_cell(row),
+          _fmt(row["ndcg@10"]),
           _fmt(row["recall@100"]), _fmt(row["mrr"]),
           f"{row['latency_ms']['p50']:.1f} / {row['latency_ms']['p95']:.1f}"] for name, row in pipelines.items()],
         title=f"{report['questions']} questions, plan={report['plan']}"))
     console.print(f"… in {k} distinct pages: the same over the first {k} distinct pages (a plain retriever's first {k}"
-                  f" chunks hold fewer){_measured_on(report.get('machine'))}", style="dim")
+                  f" chunks hold fewer); … within {BUDGET_SHOWN:,} tokens: the answer read in order until the next "
+                  f"chunk would pass {BUDGET_SHOWN:,} tokens (title and text, the default embedder's tokenizer)"
+                  f"{_measured_on(report.get('machine'))}", style="dim")
     if report.get("gate"):
         console.print(_figures(
             ["pipeline", "leaks", "admissible family recall", "found but rejected", "access-only kept unseen"],
