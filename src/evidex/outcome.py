@@ -15,6 +15,7 @@ from typing import Any
 from evidex.admission.gate import GateDecision, Principal
 from evidex.evidence.grade import Graded
 from evidex.evidence.plan import EvidencePlan
+from evidex.evidence.titles import PLAIN, TitleConvention
 from evidex.trace import StageSwitches, Trace
 from evidex.types import Candidate, RetrievalMode
 
@@ -107,11 +108,12 @@ class SearchOutcome:
     gate: GateDecision | None
     graded: Graded | None
     expanded: tuple[tuple[str, str], ...]
-    ranked: tuple[Candidate, ...]  # every admitted candidate, best first (deeper than k)
+    ranked: tuple[Candidate, ...]  # every admitted candidate: the context, then each new page's best, then the rest
     ranked_all: tuple[Candidate, ...]  # every candidate before the gate (never serialised with text)
     reranker: dict[str, Any]
     trace: Trace
     hidden_successors: frozenset[str] = frozenset()  # `superseded_by` sources the requester may not read
     followed: frozenset[str] = frozenset()  # records reached by following a name out of the evidence (bridging)
     snapshot_id: str = ""  # the one index snapshot every read saw (set by `Engine.run`, which checks it)
+    titles: TitleConvention = PLAIN  # how the index writes page titles (`evidex.evidence.titles`)
     signals: Signals | None = None  # set by the signals stage, the pipeline's last

@@ -28,6 +28,7 @@ from evidex.evidence.bridge import bridge, bridge_entities, context_search, name
 from evidex.evidence.plan import RequiredFamily, explicit_plan
 from evidex.evidence.rescue import rescue
 from evidex.evidence.terms import terms
+from evidex.evidence.titles import QUALIFIED
 from evidex.pipeline import HOP_OBLIGATION, LEAD_OBLIGATION, PipelineParts, SearchRequest, run_search
 from evidex.trace import StageSwitches
 from evidex.types import RetrievalMode, SearchFilters
@@ -288,15 +289,27 @@ def test_bridge_names_are_not_cut_at_an_initial() -> None:
 def test_named_is_the_exact_page_titled_is_any_page_about_it() -> None:
     ellis = cand(make_chunk("ellis", "Ellis is a city.", title="Ellis, Kansas"), 0.1)
     kansas = cand(make_chunk("kansas", "Kansas is a state.", title="Kansas"), 0.1)
-    assert named(kansas, "Kansas") and not named(ellis, "Kansas")
-    assert titled(ellis, "Kansas")
-    assert named(cand(FILM, 0.1), "Kiss and Tell")  # the "(film)" qualifier is ignored
+    assert named(kansas, "Kansas", QUALIFIED) and not named(ellis, "Kansas", QUALIFIED)
+    assert titled(ellis, "Kansas", QUALIFIED)
+    assert named(cand(FILM, 0.1), "Kiss and Tell", QUALIFIED)  # the "(film)" qualifier is ignored
+    assert named(ellis, "Ellis", QUALIFIED)  # "Ellis, Kansas" is a page named Ellis, in Kansas
 
 
 def test_titled() -> None:
-    assert titled(cand(TEMPLE, 0.1), "Shirley Temple")
-    assert titled(cand(FILM, 0.1), "Kiss and Tell")  # the "(film)" qualifier is ignored
-    assert not titled(cand(STREET, 0.1), "Shirley Temple")
+    assert titled(cand(TEMPLE, 0.1), "Shirley Temple", QUALIFIED)
+    assert titled(cand(FILM, 0.1), "Kiss and Tell", QUALIFIED)  # the "(film)" qualifier is ignored
+    assert not titled(cand(STREET, 0.1), "Shirley Temple", QUALIFIED)
+
+
+def test_a_title_of_a_corpus_without_qualifiers_is_one_name() -> None:
+    """Where the corpus does not qualify its titles, a comma or a parenthesis is part of the name: the page
+    "Tune Retries, Backoff and Timeouts" is not named "Tune Retries"."""
+    tuning = cand(make_chunk("tuning", "Set the retry budget.", title="Tune Retries, Backoff and Timeouts"), 0.1)
+    assert not named(tuning, "Tune Retries") and named(tuning, "Tune Retries, Backoff and Timeouts")
+    assert named(tuning, "Tune Retries", QUALIFIED)  # as an encyclopaedia would read it
+    abbreviated = cand(make_chunk("csi", "Drivers attach volumes.", title="Volume Driver Interface (VDI)"), 0.1)
+    assert named(abbreviated, "Volume Driver Interface VDI") and not named(abbreviated, "Volume Driver Interface")
+    assert not named(cand(FILM, 0.1), "Kiss and Tell")
 
 
 @pytest.fixture

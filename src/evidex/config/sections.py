@@ -87,7 +87,15 @@ class RetrievalConfig:
 
 @dataclass(frozen=True)
 class EvidenceConfig:
-    """`[evidence]`: reranking, rescue, bridging, reservation, grading and the recommendation."""
+    """`[evidence]`: reranking, rescue, bridging, reservation, grading and the recommendation.
+
+    The automatic planner reads English questions: it splits a composite question at English connectives ("and
+    how", "but", "while"), drops English question and function words ("what", "how", "the", "our"), reads a name
+    as a run of capitalised words with English connectors ("of", "and", "the") and a possessive "'s", and a
+    nested question by English relative phrasing ("the country where ..."). A question in another language is
+    still searched (dense, BM25 and reranking work on any language the embedder knows), but its automatic plan
+    finds fewer aspects: declare its families in `[[shapes]]` or in the request's plan. Identifiers and quoted
+    strings are read in any language."""
 
     pool_size: int = setting(60, "Fused candidates that go on to reranking.", ge=1)
     wide_limit: int = setting(50, "Hits of one rescue search (one per missing family, never a loop).", ge=1)
@@ -95,7 +103,8 @@ class EvidenceConfig:
                                   "rescued.")
     max_per_doc: int = setting(1, "Chunks of one document in the top k before the cap is lifted.",
                                zero="0 = no cap")
-    max_aspects: int = setting(6, "Obligations an automatic plan may create from the question's clauses.", ge=0)
+    max_aspects: int = setting(6, "Obligations an automatic plan may create from the question's clauses (English "
+                                  "clauses: see above).", ge=0)
     frame_word_share: float = setting(0.05, "A clause every word of which more than this share of the readable "
                                             "records holds frames the question (\"How do I set that up\") and is "
                                             "no obligation; 1 keeps every clause.")
@@ -110,6 +119,12 @@ class EvidenceConfig:
     w_inlink: float = setting(0.5, "Rerank weight of the inlink match: what other readable pages say around "
                                    "their links to the candidate's page, in the question's words, which the page "
                                    "itself may not use.")
+    qualified_title_share: float = setting(0.02, "Titles are read as encyclopaedia titles, a name and its qualifier "
+                                                 "(\"Kiss and Tell (film)\", \"Ellis, Kansas\" name \"Kiss and Tell\", "
+                                                 "\"Ellis\"), only in an index where at least this share of the "
+                                                 "distinct titles end in a parenthesised qualifier; elsewhere a title "
+                                                 "is one name (\"Configure Liveness, Readiness and Startup Probes\").",
+                                           ge=0, zero="0 always reads qualifiers; above 1 never")
     bridge_from_top: int = setting(3, "Leading candidates whose named entities a nested question follows.", ge=0,
                                    zero=_OFF)
     bridge_max_searches: int = setting(4, "Title look-ups of all bridge hops together (a bound, never a loop).",

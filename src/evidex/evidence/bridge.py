@@ -17,6 +17,7 @@ from functools import lru_cache
 from evidex.evidence.aspects import entity_spans, sentences, spelled_apart
 from evidex.evidence.plan import RequiredFamily
 from evidex.evidence.terms import terms
+from evidex.evidence.titles import PLAIN, TitleConvention
 from evidex.stores.protocol import Store
 from evidex.types import Candidate, ScoredId, SearchFilters
 
@@ -98,15 +99,11 @@ def _names_by_relevance(text: str, q_terms: frozenset[str]) -> tuple[str, ...]:
     return tuple(name for *_, name in sorted(scored))
 
 
-def bare_title(title: str) -> str:
-    """A page title less its qualifier: "Kiss and Tell (film)" and "Ellis, Kansas" name "Kiss and Tell", "Ellis"."""
-    return title.split(" (")[0].split(", ")[0]
-
-
-def named(candidate: Candidate, entity: str) -> bool:
-    """The candidate's page is named by the entity itself: its bare title has exactly the entity's terms, or
-    those of its words spelled apart ("StorageClass" names the page "Storage Classes")."""
-    title = frozenset(terms(bare_title(candidate.chunk.title)))
+def named(candidate: Candidate, entity: str, titles: TitleConvention = PLAIN) -> bool:
+    """The candidate's page is named by the entity itself: its bare title (`titles`: how the corpus writes them)
+    has exactly the entity's terms, or those of its words spelled apart ("StorageClass" names the page "Storage
+    Classes")."""
+    title = frozenset(terms(titles.bare(candidate.chunk.title)))
     return bool(title) and title in _name_terms(entity)
 
 
@@ -116,18 +113,21 @@ def _name_terms(entity: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(terms(entity)), frozenset(terms(spelled_apart(entity)))
 
 
-def titled(candidate: Candidate, entity: str) -> bool:
-    """The candidate's title names the entity (ignoring a parenthesised qualifier such as '(film)')."""
-    title = candidate.chunk.title.split(" (")[0]
+def titled(candidate: Candidate, entity: str, titles: TitleConvention = PLAIN) -> bool:
+    """The candidate's title names the entity, or is named by it: either's terms hold the other's (ignoring a
+    qualifier such as '(film)' where the corpus qualifies titles, `titles`)."""
+    title = titles.unqualified(candidate.chunk.title)
     t, e = set(terms(title)), set(terms(entity))
     return bool(t) and bool(e) and (t <= e or e <= t)
 
 
 def bridge(store: Store, question: str, ranked: Sequence[Candidate], *, from_top: int, max_entities: int,
            limit: int, to_candidates: Callable[[list[ScoredId]], list[Candidate]], hops: int = 1,
-           filters: SearchFilters | None = None) -> tuple[list[Candidate], list[BridgeSearch]]:
+           filters: SearchFilters | None = None, titles: TitleConvention = PLAIN
+           ) -> tuple[list[Candidate], list[BridgeSearch]]:
     """Follow names from the best candidates (hop 1), then from what hop 1 linked (hop 2, ...).
-    `max_entities` bounds the searches of all hops together; `filters`: what the searches may see."""
+    `max_entities` bounds the searches of all hops together; `filters`: what the searches may see; `titles`:
+    how the corpus writes titles."""
     have = {c.chunk.record_id for c in ranked}
     added: list[Candidate] = []
     searches: list[BridgeSearch] = []
@@ -145,21 +145,21 @@ def bridge(store: Store, question: str, ranked: Sequence[Candidate], *, from_top
             followed.add(entity.lower())
             started = time.perf_counter()
             hits = store.search_sparse(entity, limit, filters, title_only=True)
-            linked = [c for c in to_candidates(hits) if titled(c, entity)]
+            linked = [c for c in to_candidates(hits) if titled(c, entity, titles)]
             fresh = [c for c in linked if c.chunk.record_id not in have]
             have.update(c.chunk.record_id for c in fresh)
             added.extend(fresh)
             linked_now.extend(linked[:1])
             searches.append(BridgeSearch(entity, source, len(hits), tuple(c.chunk.record_id for c in linked),
                                          (time.perf_counter() - started) * 1000,
-                                         tuple(c.chunk.record_id for c in linked if named(c, entity))))
+                                         tuple(c.chunk.record_id for c in linked if named(c, entity, titles))))
         sources = linked_now
     return added, searches
 
 
 def named_pages(store: Store, families: Sequence[RequiredFamily], ranked: Sequence[Candidate], *,
                 max_lookups: int, limit: int, to_candidates: Callable[[list[ScoredId]], list[Candidate]],
-                filters: SearchFilters | None = None
+                filters: SearchFilters | None = None, titles: TitleConvention = PLAIN
                 ) -> tuple[list[Candidate], dict[str, tuple[str, ...]], list[BridgeSearch]]:
     """The pages a named aspect titles ("Pod Security Standards" for "Pod Security Standard"): its best
     evidence, better than a page that only mentions the name. Taken from the pool, else looked up with one
@@ -173,13 +173,13 @@ def named_pages(store: Store, families: Sequence[RequiredFamily], ranked: Sequen
     for family in families:
         if not family.entity:
             continue
-        found = [c for c in ranked if named(c, family.name)]
+        found = [c for c in ranked if named(c, family.name, titles)]
         if not found and len(searches) < max_lookups:
             started = time.perf_counter()
             apart = spelled_apart(family.name)
             query = family.name if apart == family.name else f"{family.name} {apart}"
             hits = store.search_sparse(query, limit, filters, title_only=True)
-            found = [c for c in to_candidates(hits) if named(c, family.name)]
+            found = [c for c in to_candidates(hits) if named(c, family.name, titles)]
             fresh = [c for c in found if c.chunk.record_id not in have]
             have.update(c.chunk.record_id for c in fresh)
             added.extend(fresh)

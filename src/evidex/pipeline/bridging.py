@@ -40,7 +40,7 @@ def _bridge(ctx: RequestContext, ranked: Sequence[Candidate]) -> tuple[list[Cand
     follow = ctx.access.readable(ctx.sparse_candidates)
     added, searches = bridge(ctx.store, query, sources, from_top=ev.bridge_from_top,
                              max_entities=ev.bridge_max_searches, limit=BRIDGE_LIMIT, to_candidates=follow,
-                             hops=ev.bridge_hops, filters=ctx.access.reader)
+                             hops=ev.bridge_hops, filters=ctx.access.reader, titles=ctx.titles)
     held = {c.chunk.record_id for c in [*ranked, *added]}
     found, search = context_search(ctx.store, query, sources[: ev.bridge_from_top], names=ev.bridge_context_names,
                                    limit=BRIDGE_LIMIT, held=held, to_candidates=follow, filters=ctx.access.reader)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
 from evidex.config import Config, EvidenceConfig
 from evidex.evidence.grade import GradeThresholds
+from evidex.evidence.titles import TitleConvention
 from evidex.outcome import SearchRequest
 from evidex.pipeline.access import Access
 from evidex.pipeline.parts import PipelineParts
@@ -62,6 +64,12 @@ class RequestContext:
     @property
     def thresholds(self) -> GradeThresholds:
         return GradeThresholds(self.evidence.grade_correct, self.evidence.grade_incorrect)
+
+    @cached_property
+    def titles(self) -> TitleConvention:
+        """How the index writes page titles (read once per snapshot, see `evidex.evidence.titles`; asked once per
+        request)."""
+        return self.parts.titles.of(self.store, self.evidence.qualified_title_share)
 
     def encode(self, text: str) -> npt.NDArray[np.float32]:
         """The query encoder, once per text in this request (a shape's examples and retrieval share it)."""

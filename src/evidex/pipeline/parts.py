@@ -12,6 +12,7 @@ import numpy.typing as npt
 from evidex.admission.gate import AdmissionGate
 from evidex.config import Config
 from evidex.evidence.plan import QuestionShape, RequiredFamily
+from evidex.evidence.titles import TitleConventions
 from evidex.rerank.fused import CrossEncoder
 from evidex.stores.protocol import Store
 
@@ -25,6 +26,7 @@ class PipelineParts:
     cross_encoder: CrossEncoder | None = None
     shapes: tuple[QuestionShape, ...] = ()
     shape_examples: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)  # shape -> example vectors
+    titles: TitleConventions = field(default_factory=TitleConventions)  # how the index writes titles, per snapshot
 
 
 def shapes_from_config(config: Config) -> tuple[QuestionShape, ...]:

@@ -31,7 +31,7 @@ def rescue_families(ctx: RequestContext, targets: EvidencePlan, ranked: Sequence
         by_name, pages, lookups = named_pages(ctx.store, targets.families, ranked, max_lookups=ev.name_lookups,
                                               limit=NAME_LOOKUP_LIMIT,
                                               to_candidates=ctx.access.readable(ctx.sparse_candidates),
-                                              filters=ctx.access.reader)
+                                              filters=ctx.access.reader, titles=ctx.titles)
         named = with_known_evidence(targets, pages)
         found = rescue(ctx.store, named.families, [*ranked, *by_name], wide_limit=ev.wide_limit,
                        min_matches=ev.min_matches, reader=ctx.access.reader, to_candidates=ctx.sparse_candidates,

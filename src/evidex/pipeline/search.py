@@ -10,6 +10,7 @@ admit only with a gate and a principal. A rejection or a low grade is a result, 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from evidex.outcome import SearchOutcome, SearchRequest
 from evidex.pipeline.admission import admit
@@ -25,6 +26,7 @@ from evidex.pipeline.rescue import Rescued, rescue_families
 from evidex.pipeline.reservation import reserve_families
 from evidex.pipeline.retrieval import retrieve
 from evidex.signals.decision import DecisionSettings, signals_of
+from evidex.types import Candidate
 
 
 def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
@@ -48,8 +50,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
     graded = grade_selection(ctx, reserved.selected, admitted.candidates, [*targets.families, *reserved.leads])
     selected = reserved.selected if graded is None else graded.chunks
     assembled = assemble(ctx, targets, selected, admitted.candidates, ranked, admitted.decision, graded)
-    chosen = {c.chunk.record_id for c in assembled.context}
-    deeper = [c for c in admitted.candidates if c.chunk.record_id not in chosen]
+    deeper = deeper_ranking(assembled.context, admitted.candidates)
     reranker = ranking.reranker
     if ctx.cross_encoder is not None and reranker["cross_encoder"]:
         reranker = {**reranker, "pairs_scored": ctx.cross_encoder.pairs_scored, "tokens": ctx.cross_encoder.tokens_used}
@@ -57,8 +58,29 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
                             context=assembled.context, families=assembled.families, gate=admitted.decision,
                             graded=assembled.graded, expanded=assembled.expanded,
                             ranked=(*assembled.context, *deeper), ranked_all=tuple(ranked), reranker=reranker,
-                            trace=ctx.trace, hidden_successors=admitted.hidden_successors, followed=bridged.followed)
+                            trace=ctx.trace, hidden_successors=admitted.hidden_successors, followed=bridged.followed,
+                            titles=ctx.titles)
     return with_signals(ctx, outcome)
+
+
+def deeper_ranking(context: Sequence[Candidate], admitted: Sequence[Candidate]) -> list[Candidate]:
+    """The admitted candidates after the context, as a reader with more room goes on: first the best chunk of
+    each page the context does not show, in rank order, then the rest in rank order. Page diversity holds past
+    k as it does within it (`evidence.max_per_doc`): a second chunk of a page already read adds less than a new
+    page."""
+    chosen = {c.chunk.record_id for c in context}
+    pages = {c.chunk.doc_id for c in context}
+    first: list[Candidate] = []
+    rest: list[Candidate] = []
+    for c in admitted:
+        if c.chunk.record_id in chosen:
+            continue
+        if c.chunk.doc_id in pages:
+            rest.append(c)
+        else:
+            pages.add(c.chunk.doc_id)
+            first.append(c)
+    return [*first, *rest]
 
 
 def with_signals(ctx: RequestContext, outcome: SearchOutcome) -> SearchOutcome:

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from evidex.evidence.aspects import described_entities, described_phrases
-from evidex.evidence.bridge import bare_title, titled
+from evidex.evidence.bridge import titled
 from evidex.evidence.grade import Grade
 from evidex.evidence.plan import PlanSource, RequiredFamily
 from evidex.evidence.terms import chunk_terms, terms
@@ -148,8 +148,9 @@ def evidence_chain(outcome: SearchOutcome) -> int:
         title, text = pages.get(c.chunk.doc_id, (c.chunk.title, ""))
         pages[c.chunk.doc_id] = (title, f"{text} {c.chunk.text}".lower())
     names = [f.name for f in outcome.plan.families if f.entity]
-    bare = {d: bare_title(title).lower() for d, (title, _) in pages.items()}
-    frontier = list(dict.fromkeys(c.chunk.doc_id for c in outcome.context if any(titled(c, n) for n in names)))
+    bare = {d: outcome.titles.bare(title).lower() for d, (title, _) in pages.items()}
+    frontier = list(dict.fromkeys(c.chunk.doc_id for c in outcome.context
+                                  if any(titled(c, n, outcome.titles) for n in names)))
     reached = set(frontier)
     depth = 0
     while frontier:
