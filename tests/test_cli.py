@@ -77,7 +77,7 @@ def test_ingest_then_search_json(invoke: Invoke, corpus: Path) -> None:
     assert (hit["published_at"], hit["access_labels"], hit["citation_uri"]) == (
         "2024-01-01T00:00:00Z", ["eng"], "https://docs.example.com/ingress")
     assert hit["dense_score"] is None
-    stats = as_json(invoke("stats"))
+    stats = as_json(invoke("stats", "--json"))
     assert found["snapshot_id"] == stats["snapshot_id"]
     assert found["config_hash"] == stats["config_hash"]
 
@@ -92,13 +92,13 @@ def test_search_plain_output(invoke: Invoke, corpus: Path) -> None:
 def test_show_stats_and_batches(invoke: Invoke, corpus: Path) -> None:
     report = as_json(invoke("ingest", str(corpus), "--json"))
     record_id = as_json(invoke("search", "gateway", "--json", "--mode", "bm25"))["results"][0]["record_id"]
-    shown = as_json(invoke("show", record_id))
+    shown = as_json(invoke("show", record_id, "--json"))
     assert (shown["record_id"], shown["source"], shown["citation_anchor"]) == (record_id, "ingress.md", "ingress")
     assert shown["text"] == "# Ingress\n\nRoute external traffic through the gateway."
     assert "score" not in shown
     missing = invoke("show", "no-such-record")
     assert missing.exit_code == 1 and "no-such-record" in missing.stderr
-    stats = as_json(invoke("stats"))
+    stats = as_json(invoke("stats", "--json"))
     assert (stats["documents"], stats["chunks"], stats["batches"], stats["dead_letters"]) == (3, 3, 1, 0)
     assert stats["families"] == {"-": 2, "network": 1}
     assert stats["access_labels"] == {"-": 2, "eng": 1}
@@ -120,7 +120,7 @@ def test_rollback(invoke: Invoke, corpus: Path) -> None:
     refused = invoke("rollback", second["batch_id"])
     assert refused.exit_code == 5 and "already rolled-back" in refused.stderr
     ok(invoke("rollback", first["batch_id"]))
-    assert as_json(invoke("stats"))["chunks"] == 0
+    assert as_json(invoke("stats", "--json"))["chunks"] == 0
     nothing = invoke("rollback")
     assert nothing.exit_code == 5 and "nothing to roll back" in nothing.stderr
 
@@ -130,7 +130,7 @@ def test_sync_ingest_retires_deleted_files_and_says_which(invoke: Invoke, corpus
     (corpus / "quota.md").unlink()
     out = ok(invoke("ingest", str(corpus), "--sync")).stdout
     assert "1 retired (gone)" in out and "retired: quota.md" in out
-    assert as_json(invoke("stats"))["documents"] == len(CORPUS) - 1
+    assert as_json(invoke("stats", "--json"))["documents"] == len(CORPUS) - 1
     assert "documents 0 replaced, 1 retired" in ok(invoke("batches")).stdout  # a retirement is not a replacement
     assert "1 document restored" in ok(invoke("rollback")).stdout
     first = sorted(CORPUS)[0]
@@ -188,7 +188,7 @@ def test_a_bad_overlay_is_exit_4(invoke: Invoke, corpus: Path, tmp_path: Path) -
     result = invoke("ingest", str(corpus), "--metadata", str(overlay))
     assert result.exit_code == 4
     assert f"{overlay}:1" in result.stderr
-    assert as_json(invoke("stats"))["batches"] == 0
+    assert as_json(invoke("stats", "--json"))["batches"] == 0
 
 
 @pytest.mark.parametrize("args", [("--mode", "fast"), ("--k", "0"), ("--k", "500")])

@@ -26,7 +26,7 @@ from evidex.interfaces.cli_runtime import (
     progress_bar,
     run,
 )
-from evidex.interfaces.cli_tables import emit
+from evidex.interfaces.cli_tables import emit, emit_records
 from evidex.interfaces.render import printable_tree, safe_markup
 from evidex.types import IngestReport
 
@@ -128,10 +128,13 @@ def stats_cmd(config: ConfigOpt = None, index: IndexOpt = None, json_out: JsonOp
     emit(stats if json_out else printable_tree(stats), json_out=json_out, title="index")
 
 
-def batches_cmd(config: ConfigOpt = None, index: IndexOpt = None) -> None:
+def batches_cmd(config: ConfigOpt = None, index: IndexOpt = None, json_out: JsonOpt = False) -> None:
     """Every ingest batch with its status."""
     with open_engine(config, index) as engine:
         batches = run(engine.batches)
+    if json_out:
+        emit_records(batches)
+        return
     if not batches:
         out.print("no batches yet: `evidex ingest PATH` writes the first")
     for b in batches:  # two lines each: a table of nine columns is unreadable in 80 columns
@@ -163,13 +166,17 @@ dead_letters_app = typer.Typer(invoke_without_command=True, help="Documents that
 
 
 @dead_letters_app.callback()
-def dead_letters_cmd(ctx: typer.Context, config: ConfigOpt = None, index: IndexOpt = None) -> None:
+def dead_letters_cmd(ctx: typer.Context, config: ConfigOpt = None, index: IndexOpt = None,
+                     json_out: JsonOpt = False) -> None:
     """List documents that failed to load, with the reason."""
     if ctx.invoked_subcommand is not None:
         ctx.obj = (config, index)
         return
     with open_engine(config, index) as engine:
         letters = run(engine.dead_letters)
+    if json_out:
+        emit_records(letters)
+        return
     if not letters:
         out.print("no dead letters")
         return
