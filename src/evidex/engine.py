@@ -43,6 +43,7 @@ from evidex.types import (
     Chunk,
     DeadLetter,
     Document,
+    IndexBackend,
     IngestReport,
     RetrievalMode,
     SearchFilters,
@@ -50,10 +51,10 @@ from evidex.types import (
 
 
 def open_store(config: Config) -> Store:
-    if config.index.backend == "sqlite":
+    if config.index.backend is IndexBackend.SQLITE:
         return SqliteStore(config.index_dir, title_weight=config.retrieval.title_weight, ann=AnnSettings(
             min_chunks=config.index.ann_min_chunks, exact_below_share=config.index.ann_exact_share))
-    if config.index.backend == "milvus":
+    if config.index.backend is IndexBackend.MILVUS:
         try:
             from evidex.stores.milvus import MilvusStore
         except ImportError as exc:
@@ -85,7 +86,13 @@ def configured_embedder(config: Config) -> Embedder:
 
 
 class Engine:
-    """One index, one configuration. Thread-safe for concurrent searches."""
+    """One index, one configuration. Thread-safe for concurrent searches; close it (or use `with`) when done.
+
+        with Engine.open(load_config("evidex.toml")) as engine:
+            engine.ingest(["handbook/"], label="weekly import")
+            result = engine.search_with_reasoning("who approves a production database restore?",
+                                                  principal=Principal.of("dana", ["ops-read"]))
+    """
 
     def __init__(self, config: Config, store: Store, embedder: Embedder | None = None, *,
                  owns_store: bool = True) -> None:
@@ -207,7 +214,9 @@ class Engine:
     # ---- search -------------------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, mode: RetrievalMode = RetrievalMode.HYBRID,
                filters: SearchFilters | None = None) -> list[Candidate]:
-        """Ranked chunks (plain hybrid retrieval, no gate): the building block of the full pipeline."""
+        """Ranked chunks (plain hybrid retrieval, no gate): the building block of the full pipeline, for operators
+        and evaluations; an answer's evidence comes from `search_with_reasoning`, which admits what a principal may
+        cite. `engine.search("restore drill", k=5, mode=RetrievalMode.BM25)[0].chunk.source`."""
         return retrieve(self.store, self.encode_query, query, mode=mode, limit=k,
                         settings=self.config.retrieval, filters=filters)
 
@@ -272,7 +281,16 @@ class Engine:
     def search_with_reasoning(self, query: str, aspect_focus: str | None = None, *, k: int = 10,
                               principal: Principal | None = None, retrieved_at: datetime | None = None,
                               plan: EvidencePlan | None = None) -> dict[str, Any]:
-        """The agent tool: the decision for `query` as seen by `principal` at `retrieved_at` (JSON-ready)."""
+        """The agent tool: the decision for `query` as seen by `principal` at `retrieved_at` (JSON-ready).
+        `principal` defaults to the configuration's ([gate] default_principal and default_labels); `retrieved_at`
+        to now (pin it to replay a decision). The result holds the admitted evidence grouped by source (each chunk
+        with its citation), the families covered and missing, rejections, signals and the recommendation:
+
+            result = engine.search_with_reasoning("how is a lost laptop reported?",
+                                                  principal=Principal.of("sam", ["it-read"]))
+            action = result["decision"]["recommendation"]["action"]   # proceed, re-query or stop
+            cited = [c["citation"] for source in result["evidence"] for c in source["chunks"]]
+        """
         principal = principal or self.default_principal()
         request = SearchRequest(query=query, k=k, principal=principal, retrieved_at=retrieved_at,
                                 aspect_focus=aspect_focus, plan=plan)

@@ -94,10 +94,10 @@ def _cited_in_trace(tmp_path: Path, quota_labels: tuple[str, ...]) -> list[str]:
         parts = PipelineParts(store=store, encode=constant_encoder, config=Config(), gate=AdmissionGate())
         outcome = run_search(parts, SearchRequest("namespace quota", k=2, principal=READER, retrieved_at=AT,
                                                   mode=RetrievalMode.BM25))
-        rescue = next(s for s in outcome.trace.stages if s.name == "rescue")
+        cite = next(s for s in outcome.trace.stages if s.name == "cite")
         bonus = {c.chunk.record_id: dict(c.scores)["bonus"] for c in outcome.ranked}
-        assert bonus["lr"] == (0.2 if "lr" in rescue.decisions["cited"] else 0.0)
-        return list(rescue.decisions["cited"])
+        assert bonus["lr"] == (0.2 if "lr" in cite.decisions["cited"] else 0.0)
+        return list(cite.decisions["cited"])
     finally:
         store.close()
 
