@@ -335,9 +335,13 @@ def test_ingest_names_the_overlay_sources_that_match_no_document(invoke: Invoke,
     assert report["unmatched_overlay_sources"] == ["does/not/exist.md"]
 
 
-def test_ask_numbers_its_evidence_and_says_when_it_is_not_enough(invoke: Invoke, corpus: Path) -> None:
+def test_ask_numbers_its_evidence_and_says_when_it_is_not_enough(invoke: Invoke, corpus: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The final evidence had been listed as "[1] uri" with 1 the round it came from, read as a citation number;
-    and evidence the loop ended without accepting was listed like an answer."""
+    and evidence the loop ended without accepting was listed like an answer. The calibrated confidence of an
+    answer from this few-page corpus is low, so the proceed threshold is lowered here: what is tested is how
+    an accepted and a refused answer are listed, not where the threshold lies."""
+    monkeypatch.setenv("EVIDEX_SIGNALS_PROCEED_CONFIDENCE", "0.05")
     ok(invoke("ingest", str(corpus)))
     answered = ok(invoke("ask", "How do I route external traffic through the gateway?", "--labels", "eng")).stdout
     assert "final: proceed" in answered and "evidence, " in answered and "not enough" not in answered
