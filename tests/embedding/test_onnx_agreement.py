@@ -22,14 +22,8 @@ from evidex.embedding import (
     load_embedder,
     onnx_cache_dir,
 )
-from evidex.embedding.onnx_export import (
-    MANIFEST_FILE,
-    MODEL_FILE,
-    adopt_format_1,
-    quiet_transformers,
-    read_manifest,
-    weights_sha256,
-)
+from evidex.embedding.export_dir import MANIFEST_FILE, MODEL_FILE, read_manifest
+from evidex.embedding.onnx_export import adopt_format_1, quiet_transformers, weights_sha256
 from evidex.embedding.protocol import Embedder
 from evidex.errors import BackendUnavailable, EmbeddingError
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from evidex.embedding import OnnxEmbedder, default_model_dir, load_embedder
-from evidex.embedding.onnx_export import MODEL_FILE, TOKENIZER_FILE, export_onnx_int8, read_manifest, weights_sha256
+from evidex.embedding.export_dir import MODEL_FILE, TOKENIZER_FILE, read_manifest
+from evidex.embedding.onnx_export import export_onnx_int8, weights_sha256
 from evidex.embedding.onnx_graph import (
     GRAPH_FILE,
     PACKAGED_MODEL,

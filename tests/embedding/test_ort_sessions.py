@@ -11,7 +11,7 @@ import onnxruntime
 import pytest
 
 from evidex.embedding import OnnxEmbedder, default_model_dir, onnx_cache_dir
-from evidex.embedding.onnx_export import MODEL_FILE
+from evidex.embedding.export_dir import MODEL_FILE
 from evidex.embedding.ort_sessions import _plain, optimized_path
 
 TEXTS = ["", "rotate the transit key", "Kubernetes pods restart when their liveness probe fails " * 40,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from evidex.embedding.export_dir import is_valid_export
 from evidex.embedding.onnx import OnnxEmbedder
-from evidex.embedding.onnx_export import adopt_format_1, export_onnx_int8, is_valid_export, weights_sha256
+from evidex.embedding.onnx_export import adopt_format_1, export_onnx_int8, weights_sha256
 from evidex.embedding.onnx_graph import install_packaged_model
 from evidex.embedding.protocol import Embedder, Vectors
 from evidex.embedding.sentence_transformers import SentenceTransformerEmbedder

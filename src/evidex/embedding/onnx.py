@@ -37,13 +37,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from evidex.embedding.onnx_export import (  # imports no torch: torch is only loaded to export
-    EXPORT_FORMAT_VERSION,
-    MODEL_FILE,
-    TOKENIZER_FILE,
-    model_id_of,
-    read_manifest,
-)
+from evidex.embedding.export_dir import EXPORT_FORMAT_VERSION, MODEL_FILE, TOKENIZER_FILE, read_manifest
+from evidex.embedding.onnx_export import model_id_of
 from evidex.embedding.ort_sessions import EXACT_INT8_PRODUCTS as EXACT_INT8_PRODUCTS  # re-exported
 from evidex.embedding.ort_sessions import session
 from evidex.embedding.protocol import Vectors

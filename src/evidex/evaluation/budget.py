@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evidex.embedding.onnx_export import TOKENIZER_FILE
+from evidex.embedding.export_dir import TOKENIZER_FILE
 from evidex.embedding.onnx_graph import PACKAGED_MODEL, packaged_data_dir
 from evidex.errors import BackendUnavailable
 from evidex.types import Chunk

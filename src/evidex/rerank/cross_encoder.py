@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from evidex.embedding.export_dir import atomic_directory, quiet_quantization_hint
 from evidex.embedding.onnx import EXACT_INT8_PRODUCTS
-from evidex.embedding.onnx_export import atomic_directory, quiet_quantization_hint
 from evidex.embedding.sentence_transformers import require_device
 from evidex.errors import BackendUnavailable, ConfigError
 
