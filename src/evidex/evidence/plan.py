@@ -54,6 +54,7 @@ class RequiredFamily:
     # The term share per chunk, computed once: a request tests each candidate against each aspect in several stages.
     _term_shares: dict[tuple[str, str, str, str], float] = field(default_factory=dict, init=False, repr=False,
                                                                  compare=False)
+    _scores: dict[int, tuple[Chunk, float]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def matches(self, chunk: Chunk) -> bool:
         return self.match_score(chunk) >= self.min_term_share
@@ -62,7 +63,17 @@ class RequiredFamily:
         """1.0 for a member by label, document or source; 0 for a chunk that does not hold an identifier aspect
         whole; 2.0 for a record known to be the aspect's best evidence; otherwise the share of the aspect's terms
         the chunk contains, each weighted by its rarity when the pipeline has set `term_weights` (title terms
-        count extra: a chunk titled by the aspect is about it)."""
+        count extra: a chunk titled by the aspect is about it). Kept per chunk object (chunks are frozen): the
+        stages of a request ask it of the same candidates again and again."""
+        kept = self._scores.get(id(chunk))
+        if kept is not None and kept[0] is chunk:  # the entry holds the chunk: its id is not another's
+            return kept[1]
+        score = self._match_score(chunk)
+        if len(self._scores) < _TERM_SHARES_MAX:
+            self._scores[id(chunk)] = (chunk, score)
+        return score
+
+    def _match_score(self, chunk: Chunk) -> float:
         if self.label is not None and chunk.provenance.evidence_family == self.label:
             return 1.0
         if self.doc_ids and chunk.doc_id in self.doc_ids:
@@ -82,11 +93,14 @@ class RequiredFamily:
         have, title = chunk_terms(chunk)
         weights = self.term_weights or (1.0,) * len(self.aspect_terms)
         total = sum(weights)
-        share = sum(w for t, w in zip(self.aspect_terms, weights, strict=True) if t in have) / total
-        in_title = sum(w for t, w in zip(self.aspect_terms, weights, strict=True) if t in title) / total
+        pairs = tuple(zip(self.aspect_terms, weights, strict=True))
+        held = [w for t, w in pairs if t in have]
+        score = sum(held) / total
+        if held and title:  # the title's terms are among the chunk's: none held, none in the title
+            score += 0.5 * (sum([w for t, w in pairs if t in title]) / total)
         if len(self._term_shares) < _TERM_SHARES_MAX:  # bounded: a configured shape's family lives on
-            self._term_shares[key] = share + 0.5 * in_title
-        return share + 0.5 * in_title
+            self._term_shares[key] = score
+        return score
 
     @property
     def is_store_filterable(self) -> bool:
