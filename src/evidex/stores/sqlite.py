@@ -1,8 +1,9 @@
 """The embedded default store: one SQLite file (WAL) is the single source of truth.
 
 Records, provenance, vectors, batches and dead letters live in tables; FTS5 holds BM25 postings of the
-live records. Dense search is exact: the live vectors are loaded once per snapshot into a numpy matrix
-and filters become boolean masks; records read by id are kept decoded for their snapshot too. Every batch and
+live records. The live vectors are loaded once per snapshot (`evidex.stores.sqlite_dense`) and filters become
+boolean masks; dense search is exact below `[index] ann_min_chunks` and approximate above it (`evidex.stores.ann`,
+candidates scored exactly). Records read by id are kept decoded for their snapshot too. Every batch and
 every rollback is one transaction (`evidex.stores.sqlite_write`), which bumps the index's generation: the
 generation names a snapshot and keeps the per-snapshot caches (the dense matrix, each word's matches, decoded
 records) valid.
