@@ -470,6 +470,8 @@ def test_mistaken_provenance_is_a_warning_and_the_document_is_ingested(
         ("camel.md", "superceded_by: not a provenance field (did you mean superseded_by?)"),
         ("ebp.md", "expires_at 2026-01-01T00:00:00Z is not after published_at 2026-05-01T00:00:00Z: the gate "
                    "admits it at no instant"),
+        ("hugo.md", "citation_uri scheme 'mailto' is not in [gate] citation_schemes (http, https): the gate counts "
+                    "it as no citation"),
         ("j", "ownr: not a provenance field (did you mean owner?)"),
         ("later.md", "expires_at 2025-01-01T00:00:00Z is not after published_at 2025-06-01T00:00:00Z: the gate "
                      "admits it at no instant"),

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from evidex.admission.audit import AuditLog
-from evidex.admission.gate import AdmissionGate, GatePolicy, Principal, RejectionVisibility
+from evidex.admission.gate import AdmissionGate, GatePolicy, Principal, RejectionVisibility, hidden_path_reasons
 from evidex.admission.verification import Verification, VerificationLog
 from evidex.config import Config
 from evidex.embedding.cache import EmbeddingCache, QueryVectors
@@ -209,7 +209,8 @@ class Engine:
                       cache=self.embedding_cache, batch_size=self.config.embedding.batch_size, label=label,
                       known_dead_letters=known, resolved_dead_letters=resolved, progress=progress,
                       record_repeats=record_repeats, sync=sync, check_overlay=check_overlay, defaults=defaults,
-                      limits=DocumentLimits.from_config(self.config.ingest))
+                      limits=DocumentLimits.from_config(self.config.ingest),
+                      citation_schemes=self.config.gate.citation_schemes)
 
     # ---- search -------------------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, mode: RetrievalMode = RetrievalMode.HYBRID,
@@ -222,7 +223,8 @@ class Engine:
 
     def pipeline_parts(self) -> PipelineParts:
         if self._parts is None:
-            gate = AdmissionGate(GatePolicy.from_config(self.config.gate.rules, self.config.gate.visibility))
+            gate = AdmissionGate(GatePolicy.from_config(self.config.gate.rules, self.config.gate.visibility,
+                                                        self.config.gate.citation_schemes))
             cross_encoder = None
             if self.config.evidence.cross_encoder_dir:
                 from evidex.rerank.cross_encoder import load_cross_encoder
@@ -312,7 +314,9 @@ class Engine:
         visibility = policy.policy.visibility if policy else RejectionVisibility.REASONS_EXCEPT_ACCESS
         ctx = ResultContext(snapshot_id=outcome.snapshot_id or self.store.snapshot_id(), config_hash=self.config.hash(),
                             embedding_model=self.embedder.fingerprint, chunk_size=self.config.chunking.max_chars,
-                            visibility=visibility)
+                            visibility=visibility,
+                            hide_paths_of=hidden_path_reasons(unpublished=self.config.gate.hide_unpublished_paths,
+                                                              rejected=self.config.gate.hide_rejected_paths))
         return build_result(outcome, ctx, verified)
 
     def verify(self, record_id: str, *, claim: str, by: str, at: datetime | None = None) -> Verification:

@@ -30,6 +30,9 @@ class ResultContext:
     embedding_model: str
     chunk_size: int
     visibility: RejectionVisibility
+    # Rejection reasons whose records show no source path (`[gate] hide_unpublished_paths`, `hide_rejected_paths`):
+    # an embargoed page's name can itself be the news.
+    hide_paths_of: frozenset[str] = frozenset()
 
 
 def _round(value: float | None) -> float | None:
@@ -100,7 +103,7 @@ def build_result(outcome: SearchOutcome, ctx: ResultContext,
                       "reasons": list(f.reasons)} for f in outcome.families],
         "evidence": evidence,
         "expanded": [list(pair) for pair in outcome.expanded],
-        "rejected": _rejected(outcome, ctx.visibility),
+        "rejected": _rejected(outcome, ctx.visibility, ctx.hide_paths_of),
         "signals": {"confidence": signals.confidence, "features": signals.features,
                     "source_diversity": signals.source_diversity, "coverage": signals.coverage},
         "retrieval_metadata": {
@@ -124,11 +127,12 @@ def _request(outcome: SearchOutcome) -> dict[str, Any]:
     }
 
 
-def _rejected(outcome: SearchOutcome, visibility: RejectionVisibility) -> dict[str, Any] | None:
+def _rejected(outcome: SearchOutcome, visibility: RejectionVisibility,
+              hide_paths_of: frozenset[str] = frozenset()) -> dict[str, Any] | None:
     """The gate's rejections as the visibility policy allows. Visible (non-access) rejections may say where the
     record came from and what replaced it: that is provenance, not restricted text, and it tells the reader
     where the current version lives (unless the requester may read none of the successor: then its name alone
-    would reveal it)."""
+    would reveal it). A rejection whose reason is in `hide_paths_of` says neither."""
     if outcome.gate is None:
         return None
     rejected = outcome.gate.to_dict(visibility)
@@ -137,7 +141,7 @@ def _rejected(outcome: SearchOutcome, visibility: RejectionVisibility) -> dict[s
     visible: list[dict[str, Any]] = rejected["rejected"]  # type: ignore[assignment]
     for item in visible:
         ch = chunks.get(item["record_id"])
-        if ch is not None and item["reason"] != "access-label-not-granted":
+        if ch is not None and item["reason"] != "access-label-not-granted" and item["reason"] not in hide_paths_of:
             item["source"] = ch.source
             successor = ch.provenance.superseded_by
             item["superseded_by"] = None if successor in outcome.hidden_successors else successor

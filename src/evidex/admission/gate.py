@@ -9,7 +9,9 @@ Reasons, in the fixed order that decides which one a rejection carries (the firs
     not-yet-published          published_at > retrieved_at
     expired-at-retrieval-time  expires_at <= retrieved_at
     missing-exact-citation-anchor  no citation URI or no citation anchor (ingest stores none where the anchor
-                                   a chunk would cite does not exist in its source: an HTML id, a PDF page)
+                                   a chunk would cite does not exist in its source: an HTML id, a PDF page),
+                                   or a URI whose scheme is not one of `[gate] citation_schemes` (a
+                                   `javascript:` or `data:` link is no place a reader can check)
 
 Timing: for every candidate the gate evaluates *every* active rule and only then picks the reason by the
 fixed order above. A restricted record therefore costs the same rule work as an admitted one; there is no
@@ -23,6 +25,7 @@ logs only ids, reasons and counts (logger `evidex.admission`).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 from collections.abc import Iterable, Mapping, Sequence
@@ -117,13 +120,26 @@ class FreshnessRule:
         return RejectReason.EXPIRED if is_expired else None
 
 
-class CitationRule:
-    """An exact, addressable citation: a non-empty citation URI and a non-empty anchor."""
+DEFAULT_CITATION_SCHEMES = frozenset({"http", "https"})
 
-    name = "citation"
+
+def uri_scheme(uri: str) -> str:
+    """The scheme of `uri`, lower-cased ("" for a relative reference): `uri_scheme("JavaScript:x")` is
+    "javascript"."""
+    head, colon, _ = uri.strip().partition(":")
+    return head.lower() if colon and head[:1].isalpha() and all(c.isalnum() or c in "+-." for c in head) else ""
+
+
+@dataclass(frozen=True)
+class CitationRule:
+    """An exact, addressable citation: a citation URI with one of `schemes` and a non-empty anchor."""
+
+    schemes: frozenset[str] = DEFAULT_CITATION_SCHEMES
+    name = "citation"  # not a field: the rule's config name
 
     def check(self, chunk: Chunk, principal: Principal, retrieved_at: datetime) -> RejectReason | None:
-        has_uri = bool((chunk.provenance.citation_uri or "").strip())
+        uri = (chunk.provenance.citation_uri or "").strip()
+        has_uri = bool(uri) and uri_scheme(uri) in self.schemes
         has_anchor = bool((chunk.citation_anchor or "").strip())
         return None if has_uri and has_anchor else RejectReason.NO_CITATION
 
@@ -189,6 +205,15 @@ class GateDecision:
 _DEFAULT_RULES: tuple[str, ...] = tuple(RULES)
 
 
+def hidden_path_reasons(*, unpublished: bool, rejected: bool) -> frozenset[str]:
+    """The rejection reasons whose records a requester sees without a source path (`[gate]
+    hide_unpublished_paths`, `hide_rejected_paths`): `hidden_path_reasons(unpublished=True, rejected=False)` is
+    {"not-yet-published"}. Access denials never show one in any case."""
+    if rejected:
+        return frozenset(r.value for r in RejectReason)
+    return frozenset({RejectReason.NOT_PUBLISHED.value}) if unpublished else frozenset()
+
+
 @dataclass(frozen=True)
 class GatePolicy:
     """Which rules run and what the requester sees. Validated on construction: an unknown rule name is a
@@ -196,6 +221,7 @@ class GatePolicy:
 
     rules: tuple[str, ...] = _DEFAULT_RULES
     visibility: RejectionVisibility = RejectionVisibility.REASONS_EXCEPT_ACCESS
+    citation_schemes: frozenset[str] = DEFAULT_CITATION_SCHEMES  # what a citation URI may start with
 
     def __post_init__(self) -> None:
         if not self.rules:
@@ -207,6 +233,8 @@ class GatePolicy:
             raise ConfigError(f"admission rules listed more than once: {list(self.rules)}")
         if not isinstance(self.visibility, RejectionVisibility):
             raise ConfigError(f"rejection visibility must be a RejectionVisibility, got {self.visibility!r}")
+        if not self.citation_schemes:
+            raise ConfigError("[gate] citation_schemes names no scheme: no citation could be admitted")
 
     @classmethod
     def from_names(cls, rules: Sequence[str], visibility: str) -> GatePolicy:
@@ -220,10 +248,13 @@ class GatePolicy:
         return cls(rules=tuple(rules), visibility=chosen)
 
     @classmethod
-    def from_config(cls, rules: str, visibility: str) -> GatePolicy:
-        """From the `[gate]` config values: a comma-separated rule list and a visibility name."""
+    def from_config(cls, rules: str, visibility: str, citation_schemes: str = "http,https") -> GatePolicy:
+        """From the `[gate]` config values: a comma-separated rule list, a visibility name and the comma-separated
+        citation schemes."""
         names = [name.strip().lower() for name in rules.split(",")]
-        return cls.from_names([name for name in names if name], visibility)
+        schemes = frozenset(x.strip().lower() for x in citation_schemes.split(",") if x.strip())
+        return dataclasses.replace(cls.from_names([name for name in names if name], visibility),
+                                   citation_schemes=schemes)
 
 
 @dataclass(frozen=True)
@@ -248,7 +279,8 @@ class AdmissionGate:
     def admit(self, candidates: Sequence[Candidate], principal: Principal, retrieved_at: datetime) -> GateDecision:
         if retrieved_at.utcoffset() is None:
             raise ValueError("retrieved_at must be timezone-aware (pin it once per request, in UTC)")
-        rules = [RULES[name] for name in self.policy.rules]
+        rules = [CitationRule(self.policy.citation_schemes) if name == CitationRule.name else RULES[name]
+                 for name in self.policy.rules]
         admitted: list[Candidate] = []
         rejected: list[Rejection] = []
         for candidate in candidates:

@@ -174,6 +174,11 @@ class GateConfig:
                                                "before it grows past this.", ge=0, zero="0 never rotates",
                                    in_hash=False)
     audit_keep: int = setting(5, "Rotated audit logs kept; the oldest is deleted.", ge=0, in_hash=False)
+    citation_schemes: str = setting("http,https", "Comma-separated URI schemes a citation may use; a record citing "
+                                                  "another (javascript:, data:) has no citation to the gate.")
+    hide_unpublished_paths: bool = setting(False, "Requesters see no source path of a rejected record that is not "
+                                                  "yet published (an embargoed page's name is news).")
+    hide_rejected_paths: bool = setting(False, "Requesters see no source path of any rejected record.")
 
 
 @dataclass(frozen=True)

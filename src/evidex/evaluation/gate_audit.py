@@ -40,7 +40,8 @@ class GateAudit:
     @classmethod
     def build(cls, engine: Engine, principal: Principal, retrieved_at: datetime) -> GateAudit:
         chunks = tuple(engine.store.all_chunks())
-        gate = AdmissionGate(GatePolicy.from_config(engine.config.gate.rules, engine.config.gate.visibility))
+        gate = AdmissionGate(GatePolicy.from_config(engine.config.gate.rules, engine.config.gate.visibility,
+                                                    engine.config.gate.citation_schemes))
         decision = gate.admit([Candidate(c, 0.0) for c in chunks], principal, retrieved_at)
         admitted = frozenset(c.chunk.record_id for c in decision.admitted)
         # A rejected text that an admitted page also holds word for word (a shared section) is not secret.

@@ -61,9 +61,11 @@ class HtmlPage:
 def read_html(html: str) -> HtmlPage:
     """The page's title (its <title>, else its first heading), its content as text, the sections that cite
     it, and the anchors the page has. Raises IngestError for a page with no markup to read."""
+    # huge_tree: libxml2 otherwise drops a text node over 10 MB without a word (a one-line page of one paragraph
+    # read as empty); the size and time of a document are bounded by ingest (`limits.DocumentLimits`) instead.
     try:
         root = lxml.html.document_fromstring(html.encode("utf-8"),
-                                             parser=lxml.html.HTMLParser(encoding="utf-8"))
+                                             parser=lxml.html.HTMLParser(encoding="utf-8", huge_tree=True))
     except (etree.ParserError, ValueError) as exc:
         raise IngestError(f"not readable as HTML: {exc}") from None
     etree.strip_tags(root, etree.Comment, etree.ProcessingInstruction)  # their tail text stays

@@ -66,7 +66,9 @@ def iter_documents(path: Path, root: Path | None = None, select: Callable[[str],
             # must not share one letter).
             name = folder.as_posix() if folder == root else folder.relative_to(root).as_posix()
             yield LoadFailure(f"{name}/", f"cannot list the directory: {reason}", str(folder), str(folder))
-        for file in files:
+        # JSONL files after the pages: a record whose doc_id is a page's path meets that page already read, and is
+        # the one refused (`run.py`), whatever the names sort as.
+        for file in sorted(files, key=lambda f: f.suffix.lower() in JSONL_SUFFIXES):
             if select is not None and not select(file.relative_to(root).as_posix()):
                 continue
             suffix = file.suffix.lower()
@@ -216,6 +218,12 @@ def iter_jsonl(file: Path, name: str | None = None,
                 yield LoadFailure(f"{name}:{n}", loaded, location, location)
             elif loaded is not None:
                 yield loaded
+
+
+def is_jsonl_record(doc: Document) -> bool:
+    """Whether `doc` came from a line of a JSONL corpus (its origin is `FILE.jsonl:LINE`), not from a page file."""
+    file, _, line = doc.origin.rpartition(":")
+    return line.isdigit() and file.lower().endswith(tuple(JSONL_SUFFIXES))
 
 
 def _load_line(raw: bytes, n: int, location: str, limits: DocumentLimits) -> Document | str | None:

@@ -85,10 +85,16 @@ def _edit_distance(a: str, b: str) -> int:
     return row[-1]
 
 
-def doubtful_values(p: Provenance) -> list[str]:
+def doubtful_values(p: Provenance, citation_schemes: frozenset[str] | None = None) -> list[str]:
     """What looks mistaken in merged provenance, though it loads: a validity that holds at no instant, a
-    citation URI that is not absolute (the gate would cite it as it is)."""
+    citation URI that is not absolute (the gate would cite it as it is), one whose scheme is not among
+    `citation_schemes` (`[gate] citation_schemes`: the gate counts it as no citation)."""
     out = []
+    scheme = (p.citation_uri or "").partition(":")[0].strip().lower() if ":" in (p.citation_uri or "") else ""
+    if citation_schemes is not None and scheme and scheme not in citation_schemes and is_absolute_uri(
+            p.citation_uri or ""):
+        out.append(f"citation_uri scheme {scheme!r} is not in [gate] citation_schemes "
+                   f"({', '.join(sorted(citation_schemes))}): the gate counts it as no citation")
     if p.published_at is not None and p.expires_at is not None and p.expires_at <= p.published_at:
         out.append(f"expires_at {format_time(p.expires_at)} is not after published_at "
                    f"{format_time(p.published_at)}: the gate admits it at no instant")

@@ -28,7 +28,7 @@ from evidex.embedding.protocol import Embedder
 from evidex.errors import IngestError, StoreError
 from evidex.ingest.chunking import chunk_text
 from evidex.ingest.limits import NO_LIMITS, DocumentLimits, DocumentTimeout
-from evidex.ingest.loaders import LoadFailure, SkippedPath
+from evidex.ingest.loaders import LoadFailure, SkippedPath, is_jsonl_record
 from evidex.ingest.markdown import clean
 from evidex.ingest.overlay import Overlay, ProvenanceDefaults, with_overlay
 from evidex.ingest.provenance import doubtful_values, merge
@@ -40,6 +40,9 @@ from evidex.types import Chunk, DeadLetter, Document, IngestReport, IngestWarnin
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 DUPLICATE = "duplicate doc_id"  # the reason a second document with an id already in the batch is set aside
+# A document's hash is marked with the loader that read it, so a later batch knows a page read from a file
+# (a JSONL record with its doc_id is refused, not let replace it); an unmarked hash is from before the mark.
+FILE_MARK, JSONL_MARK = "file:", "jsonl:"
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ def doc_hash(doc: Document, chunking: ChunkingConfig) -> str:
                        "provenance": {k: (format_time(v) if isinstance(v, datetime) else v)
                                       for k, v in vars(p).items()}}, sort_keys=True, default=list)
     structure = "".join(f"\x00{s.start}\x00{s.anchor}\x00{s.heading}" for s in doc.sections)  # HTML ids, PDF pages
-    return hashlib.sha256((meta + "\x00" + doc.text + structure).encode()).hexdigest()
+    mark = JSONL_MARK if is_jsonl_record(doc) else FILE_MARK
+    return mark + hashlib.sha256((meta + "\x00" + doc.text + structure).encode()).hexdigest()
 
 
 def chunk_document(doc: Document, chunking: ChunkingConfig, indexed_at: datetime) -> tuple[Chunk, ...]:
@@ -126,6 +130,7 @@ class _Gathered:
     unnamed: list[str] = dataclasses.field(default_factory=list)  # failures whose document is unknown
     named: set[str] = dataclasses.field(default_factory=set)  # every item's source, loaded or failed
     skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # paths not read, with the reason
+    pages: dict[str, str] = dataclasses.field(default_factory=dict)  # doc id -> file, of pages read from files
 
 
 @dataclass(frozen=True)
@@ -145,7 +150,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
            known_dead_letters: Iterable[DeadLetter] = (), resolved_dead_letters: Sequence[str] = (),
            progress: Progress | None = None, record_repeats: bool = True, sync: bool = False,
            check_overlay: bool = True, defaults: ProvenanceDefaults | None = None,
-           limits: DocumentLimits = NO_LIMITS) -> IngestReport:
+           limits: DocumentLimits = NO_LIMITS, citation_schemes: str | None = None) -> IngestReport:
     """Ingest `items` as one batch. `embedder` is called only if something needs embedding.
     `sync=True`: `items` are the whole corpus, so a live document not among them (its file deleted) is retired
     in the same batch (a rollback restores it). A document that failed to load is not gone: it stays, and a
@@ -156,7 +161,9 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
     `check_overlay`: report the overlay's sources that no item has (a path typo drops their provenance); off when
     `items` are only a part of what the overlay describes (a dead-letter retry).
     `defaults`: access labels and a citation URI for documents that have none (`evidex.ingest.overlay`).
-    `limits`: a document whose chunking takes longer than `limits.timeout_s` becomes a dead letter."""
+    `limits`: a document whose chunking takes longer than `limits.timeout_s` becomes a dead letter.
+    `citation_schemes`: `[gate] citation_schemes`; a citation of another scheme is warned of (None: not checked)."""
+    schemes = None if citation_schemes is None else frozenset(x.strip().lower() for x in citation_schemes.split(","))
     known_dead_letters = list(known_dead_letters)
     started = time.perf_counter()
     now = datetime.now(UTC).replace(microsecond=0)
@@ -195,7 +202,7 @@ def ingest(store: Store, embedder: Callable[[], Embedder], items: Iterable[Docum
             d.source for d, _, _ in got.changed if not d.provenance.access_labels or not d.provenance.citation_uri)})),
         retired_documents=gone, sync_skipped=sync_skipped, resolved_dead_letters=resolved if batch_id else (),
         warnings=tuple(IngestWarning(d.source, reason) for d, _, _ in got.changed
-                       for reason in (*d.warnings, *doubtful_values(d.provenance))),
+                       for reason in (*d.warnings, *doubtful_values(d.provenance, schemes))),
         unmatched_overlay_sources=unmatched, skipped_paths=tuple(got.skipped))
 
 
@@ -214,12 +221,15 @@ def _gather(got: _Gathered, item: Document | LoadFailure | SkippedPath, settings
             got.failed_ids.add(item.doc_id)
         got.letters.append(DeadLetter(item.source, item.reason, got.batch_id, got.now, item.location, path=item.path))
         return
-    if item.doc_id in got.seen:
+    claimed = _claimed_page(got, item)
+    if claimed is not None or item.doc_id in got.seen:
         where = item.origin or item.source
-        got.letters.append(DeadLetter(f"{item.source}@{where}", f"{DUPLICATE} {item.doc_id!r} in this batch",
+        got.letters.append(DeadLetter(f"{item.source}@{where}", claimed or f"{DUPLICATE} {item.doc_id!r} in this batch",
                                       got.batch_id, got.now, where, path=where))
         return
     got.seen.add(item.doc_id)
+    if not is_jsonl_record(item):
+        got.pages[item.doc_id] = item.origin or item.source
     doc = _with_metadata(item, settings.overlay, settings.families, settings.defaults)
     got.loaded_sources.update((doc.source, doc.origin))
     digest = doc_hash(doc, settings.chunking)
@@ -243,6 +253,21 @@ def _gather(got: _Gathered, item: Document | LoadFailure | SkippedPath, settings
             got.emptied.append(DocumentWrite(doc.doc_id, doc.source, digest, (), np.zeros((0, 0), np.float32)))
         return
     got.changed.append((doc, digest, doc_chunks))
+
+
+def _claimed_page(got: _Gathered, item: Document) -> str | None:
+    """The reason a JSONL record is refused when its doc_id is a page read from a file, in this batch or in the
+    index (it would silently replace that page, with its own labels and citation), else None. The reason names
+    both, and starts as a duplicate's does, so a retry keeps it aside while the page is live."""
+    if not is_jsonl_record(item):
+        return None
+    page = got.pages.get(item.doc_id)
+    if page is None and got.existing.get(item.doc_id, "").startswith(FILE_MARK):
+        page = f"{item.doc_id} (indexed)"
+    if page is None:
+        return None
+    return (f"{DUPLICATE} {item.doc_id!r}: the JSONL record at {item.origin} has the id of the page read from "
+            f"{page} (another loader); it does not replace that page (give the record another doc_id)")
 
 
 def _retire(got: _Gathered) -> tuple[tuple[str, ...], str]:

@@ -85,7 +85,8 @@ def ingest_cmd(
 
 def _gated(engine: Engine) -> bool:
     """Whether the gate checks access labels or citations (what a page needs to be admitted at all)."""
-    policy = GatePolicy.from_config(engine.config.gate.rules, engine.config.gate.visibility)
+    policy = GatePolicy.from_config(engine.config.gate.rules, engine.config.gate.visibility,
+                                    engine.config.gate.citation_schemes)
     return bool({AccessRule.name, CitationRule.name} & set(policy.rules))
 
 
