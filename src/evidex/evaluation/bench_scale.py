@@ -27,7 +27,7 @@ from evidex.admission.gate import Principal
 from evidex.config import Config, load_config
 from evidex.engine import Engine, open_store
 from evidex.evaluation.bench_synthetic import K, LookupEmbedder, build_synthetic
-from evidex.evaluation.measure import dir_mb, maxrss_mb, rss_mb, time_modes
+from evidex.evaluation.measure import dir_mb, peak_rss_mb, rss_mb, time_modes
 from evidex.evaluation.synthetic import FILTER, SELECTIVITY, SyntheticCorpus
 from evidex.retrieval.hybrid import fuse_lists
 from evidex.stores.sqlite import SqliteStore
@@ -83,7 +83,7 @@ def build(index_dir: Path, n: int, seed: int, config: Config) -> dict[str, Any]:
     return {"chunks": n, "documents": built.documents, "build_s": round(built.commit_s, 1),
             "ingest_chunks_per_s": round(n / built.commit_s, 1), "generate_s": round(built.generate_s, 1),
             "dense_index_build_s": round(dense_s, 1), "approximate": approximate,
-            "disk_mb": round(dir_mb(index_dir), 1), "build_peak_rss_mb": round(maxrss_mb(), 1)}
+            "disk_mb": round(dir_mb(index_dir), 1), "build_peak_rss_mb": round(peak_rss_mb(), 1)}
 
 
 def serve(index_dir: Path, n: int, seed: int, queries: int, config: Config) -> dict[str, Any]:
@@ -112,7 +112,7 @@ def serve(index_dir: Path, n: int, seed: int, queries: int, config: Config) -> d
         for mode in MODES:
             run(q, mode)
     times = time_modes(run, texts, MODES)
-    serving_rss, serving_peak = rss_mb(), maxrss_mb()  # before the recall check reads every vector
+    serving_rss, serving_peak = rss_mb(), peak_rss_mb()  # before the recall check reads every vector
     recall: dict[str, Any] = {"filter_shares": "n/a (Milvus)"}
     if isinstance(store, SqliteStore):  # exact search over the same vectors is the reference
         recall = _recall(engine, store, store._dense_index().matrix, qs[:RECALL_QUERIES], filters)

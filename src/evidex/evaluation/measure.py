@@ -70,6 +70,20 @@ def maxrss_mb() -> float:
     return peak / (1024 * 1024) if platform.system() == "Darwin" else peak / 1024
 
 
+def peak_rss_mb() -> float:
+    """This process's own peak resident set (VmHWM), in MB. Unlike `ru_maxrss`, which a process started by
+    fork and exec inherits from its parent at the fork, it counts only what this program held; `maxrss_mb`
+    where /proc is not available."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return maxrss_mb()
+
+
 def loadavg() -> list[float] | None:
     try:
         return [round(x, 2) for x in os.getloadavg()]
