@@ -216,6 +216,27 @@ class IngestConfig:
                                                    "ingested (else they are skipped and reported).", in_hash=False)
 
 
+@dataclass(frozen=True)
+class ServerConfig:
+    """`[server]`: what one API key, and all of them together, may hold of a serving process (`evidex serve`,
+    `evidex mcp --transport http`). A key's rate is its own (`evidex keys create --rate`: searches per minute);
+    `requests_per_call` weighs the other requests against it. None of these changes a result, so none is in the
+    configuration hash."""
+
+    requests_per_call: float = setting(4.0, "Every authenticated request counts: a key may make this many requests "
+                                            "of any kind (MCP initialize, tools/list, a stream opened, a health "
+                                            "check) per search its rate allows, and a search counts against both.",
+                                       ge=1, in_hash=False)
+    max_streams_per_key: int = setting(2, "Event streams (MCP over HTTP: GET /mcp) one key may hold open at once; "
+                                          "one more is refused with 429.", ge=1, in_hash=False)
+    max_streams: int = setting(32, "Event streams all keys together may hold open at once per process; one more "
+                                   "is refused with 503.", ge=1, in_hash=False)
+    stream_idle_timeout_s: float = setting(30.0, "An event stream that has sent nothing for this long is "
+                                                 "closed.", gt=0, in_hash=False)
+    stream_max_s: float = setting(300.0, "An event stream is closed this long after it opened, busy or not.", gt=0,
+                                  in_hash=False)
+
+
 CHECKS: dict[type[Any], tuple[Check, ...]] = {
     RetrievalConfig: (
         Check("`dense_weight` and `sparse_weight` are not both 0.",

@@ -23,6 +23,7 @@ from evidex.config.sections import (
     IndexConfig,
     IngestConfig,
     RetrievalConfig,
+    ServerConfig,
     SignalsConfig,
 )
 from evidex.config.tables import FamilyRule, ShapeRule, family_rules, shape_rules
@@ -44,6 +45,7 @@ class Config:
     gate: GateConfig = field(default_factory=GateConfig)
     signals: SignalsConfig = field(default_factory=SignalsConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
     families: tuple[FamilyRule, ...] = ()
     shapes: tuple[ShapeRule, ...] = ()
     root: str = "."  # directory relative paths resolve against (where the config file lives)
@@ -118,6 +120,7 @@ SECTIONS: dict[str, type[Any]] = {
     "gate": GateConfig,
     "signals": SignalsConfig,
     "ingest": IngestConfig,
+    "server": ServerConfig,
 }
 """The `[section]` tables of `evidex.toml`, in the order of the reference."""
 

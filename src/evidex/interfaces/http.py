@@ -2,7 +2,7 @@
 
     POST /v1/search_with_reasoning   the agent tool (body: query, aspect_focus?, k?); needs an API key
     GET  /v1/tool                    the tool definition (?format=mcp|openai|anthropic)
-    GET  /v1/health                  liveness and the index snapshot served
+    GET  /v1/health                  liveness; with a valid key also the index snapshot served
     GET  /openapi.json               the OpenAPI document (no Swagger UI: it would load a CDN)
     GET  /                           the web inspector (static HTML + JS from `static/`, nothing external)
 
@@ -107,11 +107,22 @@ def authorize(request: Request,
     """The caller's key (from `Authorization: Bearer` or `X-API-Key`), within its rate, or an ApiError."""
     limiter: RateLimiter = request.app.state.evidex_limiter
     record = _key_of(request, bearer.credentials if bearer is not None else api_key)
+    _count_request(request, record)
     decision = limiter.acquire(record.name, record.rate_per_min)
     if not decision.allowed:
         raise ApiError(429, "rate-limited", f"over {record.rate_per_min} requests per minute for this key; "
                        f"retry after {decision.retry_after_header} s", {"Retry-After": decision.retry_after_header})
     return record
+
+
+def _count_request(request: Request, record: KeyRecord) -> None:
+    """Count one request of `record`'s in its request bucket (`[server] requests_per_call`), or a 429 ApiError."""
+    limiter: RateLimiter = request.app.state.evidex_limiter
+    per_call: float = request.app.state.evidex_requests_per_call
+    decision = limiter.acquire_request(record.name, record.rate_per_min, per_call)
+    if not decision.allowed:
+        raise ApiError(429, "rate-limited", f"over this key's requests per minute; retry after "
+                       f"{decision.retry_after_header} s", {"Retry-After": decision.retry_after_header})
 
 
 def _key_of(request: Request, presented: str | None) -> KeyRecord:
@@ -147,6 +158,7 @@ def create_app(engine: Engine, keys: KeyStore, *, max_body_bytes: int = MAX_BODY
     app = FastAPI(title="evidex", version="1", description=tool.DESCRIPTION, docs_url=None, redoc_url=None)
     app.state.evidex_keys = keys
     app.state.evidex_limiter = limiter or RateLimiter()
+    app.state.evidex_requests_per_call = engine.config.server.requests_per_call
     _add_tool_routes(app, engine, max_k=max_k, max_body_bytes=max_body_bytes)
     _add_operation_routes(app, engine)
     handle = _error_handler(max_k)
@@ -186,8 +198,16 @@ def _add_tool_routes(app: FastAPI, engine: Engine, *, max_k: int, max_body_bytes
 def _add_operation_routes(app: FastAPI, engine: Engine) -> None:
     """Liveness, and the web inspector with its static files."""
 
-    @app.get("/v1/health", tags=["operations"], summary="Liveness")
-    def health() -> dict[str, Any]:
+    @app.get("/v1/health", tags=["operations"], summary="Liveness",
+             description="`{\"status\": \"ok\"}`; a caller with a valid API key also gets the index snapshot "
+                         "served (it names batches: nothing of the index is shown without a key).")
+    def health(request: Request) -> dict[str, Any]:
+        presented = _presented_key(request)
+        record = request.app.state.evidex_keys.authenticate(presented.strip()) if presented else None
+        if record is None:
+            return {"status": "ok"}
+        request.state.evidex_key = record.name
+        _count_request(request, record)
         try:
             snapshot = engine.store.snapshot_id()
         except Exception as exc:

@@ -331,6 +331,12 @@ class RateLimiter:
             return RateDecision(True, 0.0, int(tokens))
         return RateDecision(False, (1.0 - tokens) / per_s, 0)
 
+    def acquire_request(self, name: str, rate_per_min: int, requests_per_call: float) -> RateDecision:
+        """Count one request of any kind (an MCP initialize or tools/list, a stream, a health check) in `name`'s
+        second bucket, which holds `requests_per_call` requests per search the key's rate allows (`[server]
+        requests_per_call`): listing tools in a loop is refused like searching in one."""
+        return self.acquire(f"{name}\x00requests", math.ceil(max(1, rate_per_min) * requests_per_call))
+
     def close(self) -> None:
         self._db.close()
 

@@ -4,8 +4,10 @@ Who is asking:
 - stdio: the configured principal (`[gate] default_principal` / `default_labels`, i.e.
   `Engine.default_principal()`): the process belongs to whoever launched it.
 - streamable HTTP: the API key of each HTTP request (`Authorization: Bearer evx_...` or `X-API-Key`),
-  checked by `KeyAuth` before the SDK sees the request (401 without a valid key) and rate-limited per
-  tool call. The server is stateless (no MCP session to hijack) and answers in JSON.
+  checked by `KeyAuth` before the SDK sees the request (401 without a valid key). Every request counts
+  (`[server] requests_per_call` of them per search the key's rate allows, 429 beyond), and each tool call
+  against the key's rate too. An event stream (`GET /mcp`) is held to `[server]` stream bounds
+  (`http_streams.StreamLimits`). The server is stateless (no MCP session to hijack) and answers in JSON.
 
 A call returns the result JSON twice, as the SDK allows: as text content (for clients that read only
 text) and as structured content (validated by the client against the tool's output schema). Invalid
@@ -31,9 +33,11 @@ from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from evidex.admission.gate import Principal
+from evidex.config.sections import ServerConfig
 from evidex.engine import Engine
 from evidex.errors import AccessDenied, BackendUnavailable, EmbeddingError, EvidexError, StageError
 from evidex.interfaces import tool
+from evidex.interfaces.http_streams import StreamLimits, refuse
 from evidex.interfaces.keys import KeyRecord, KeyStore, RateLimiter, rates_path
 
 log = logging.getLogger("evidex.mcp")
@@ -133,12 +137,17 @@ def run_stdio(engine: Engine) -> None:
 
 
 class KeyAuth:
-    """ASGI layer in front of the SDK's streamable-HTTP app: a valid API key or 401, nothing else gets
-    through; the KeyRecord rides in the scope to the tool call (which applies the rate limit)."""
+    """ASGI layer in front of the SDK's streamable-HTTP app: a valid API key or 401, within the key's request
+    bucket or 429, nothing else gets through; an event stream is held to `streams`; the KeyRecord rides in the
+    scope to the tool call (which applies the key's rate)."""
 
-    def __init__(self, app: ASGIApp, keys: KeyStore) -> None:
+    def __init__(self, app: ASGIApp, keys: KeyStore, limiter: RateLimiter | None = None,
+                 server: ServerConfig | None = None) -> None:
         self.app = app
         self.keys = keys
+        self.limiter = limiter or RateLimiter()
+        self.server = server or ServerConfig()
+        self.streams = StreamLimits.from_config(self.server)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -158,6 +167,15 @@ class KeyAuth:
             await send({"type": "http.response.body", "body": body})
             return
         scope.setdefault("state", {})["evidex_key"] = record.name  # for the request's log line (`Guard`)
+        decision = await anyio.to_thread.run_sync(self.limiter.acquire_request, record.name, record.rate_per_min,
+                                                  self.server.requests_per_call)
+        if not decision.allowed:
+            await refuse(send, 429, "rate-limited", "over this key's requests per minute; retry after "
+                         f"{decision.retry_after_header} s", decision.retry_after_s)
+            return
+        if scope["method"] == "GET":  # an event stream: bounded in number and in time
+            await self.streams.serve(self.app, {**scope, SCOPE_KEY: record}, receive, send, key=record.name)
+            return
         await self.app({**scope, SCOPE_KEY: record}, receive, send)
 
 
@@ -167,10 +185,11 @@ def http_app(engine: Engine, keys: KeyStore, *, host: str = "127.0.0.1",
     guard: its body limit (413), security headers and one log line per request naming the key, never a body."""
     from evidex.interfaces.http import MAX_BODY_BYTES, Guard
 
+    limiter = limiter or RateLimiter()
     server = build_server(engine, limiter=limiter)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
                                      host=host)
-    return Guard(KeyAuth(app, keys), max_body_bytes=MAX_BODY_BYTES)
+    return Guard(KeyAuth(app, keys, limiter, engine.config.server), max_body_bytes=MAX_BODY_BYTES)
 
 
 def worker_app() -> ASGIApp:
