@@ -191,6 +191,9 @@ class SignalsConfig:
     proceed_confidence: float = setting(0.7, "Proceed only when the confidence (the probability that the context "
                                               "holds every required piece of evidence) is at least this and no "
                                               "required family is missing; below it, re-query.", ge=0, le=1)
+    aspect_rank_depth: int = setting(2, "An aspect whose words the context does not hold is still covered when the "
+                                        "context holds one of this many pages that speak of it best among the "
+                                        "admitted candidates.", ge=0, zero="0 judges aspects by their words alone")
 
 
 @dataclass(frozen=True)

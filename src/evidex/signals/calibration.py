@@ -28,7 +28,7 @@ import numpy.typing as npt
 from evidex.evaluation.datasets import Question
 from evidex.evaluation.metrics import family_recall
 from evidex.pipeline import SearchRequest
-from evidex.signals import compute
+from evidex.signals import compute, coverage
 from evidex.signals.model import FORMAT
 
 FEATURES = ("hops_unfollowed", "coverage", "min_family_match", "n_families", "chained", "linked", "query_length",
@@ -64,7 +64,8 @@ def feature_hash() -> str:
     told apart from one fitted on these."""
     parts = [",".join(FEATURES), *(inspect.getsource(fn) for fn in (
         compute.features, compute.page_agreement, compute.sparse_top, compute.dense_commitment, compute.nesting,
-        compute.evidence_chain, compute.Nesting))]
+        compute.evidence_chain, compute.Nesting, compute.coverage, coverage.judge_aspects, coverage.judge_aspect,
+        coverage.own_rank))]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 

@@ -13,10 +13,11 @@ from urllib.parse import urlparse
 from evidex.evidence.aspects import described_entities, described_phrases
 from evidex.evidence.bridge import titled
 from evidex.evidence.grade import Grade
-from evidex.evidence.plan import PlanSource, RequiredFamily
+from evidex.evidence.plan import PlanSource
 from evidex.evidence.terms import chunk_terms, terms
 from evidex.evidence.words import WordsHeld, words_held
 from evidex.outcome import Action, FamilyState, Recommendation, SearchOutcome
+from evidex.signals.coverage import DEFAULT_RANK_DEPTH, AspectState, AspectVerdict, CoveredBy, judge_aspects
 from evidex.signals.model import ConfidenceModel, shipped_model
 from evidex.types import Candidate
 
@@ -28,15 +29,13 @@ def confidence_model() -> dict[str, Any]:
     return shipped_model().document
 
 
-def features(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, float]:
-    """The quantities confidence is fitted on. All in [0, 1] or small ranges; cheap to compute. `nest`:
-    `nesting(outcome)` when the caller has it already."""
+def features(outcome: SearchOutcome, nest: Nesting | None = None, cov: dict[str, Any] | None = None) -> dict[str, float]:
+    """The quantities confidence is fitted on. All in [0, 1] or small ranges; cheap to compute. `nest` and `cov`:
+    `nesting(outcome)` and `coverage(outcome, nest)` when the caller has them already."""
     nest = nest or nesting(outcome)
+    cov = cov or coverage(outcome, nest)
     ctx = outcome.context
     scores = sorted((c.score for c in ctx), reverse=True)
-    families = outcome.families
-    covered = sum(1 for f in families if f.status is FamilyState.COVERED)
-    coverage = covered / len(families) if families else 1.0
     top = scores[0] if scores else 0.0
     lexical = [dict(c.scores).get("lexical", 0.0) for c in ctx]
     q_terms = set(terms(outcome.request.query))
@@ -48,7 +47,7 @@ def features(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, f
     return {
         "hops_unfollowed": nest.hops_unfollowed / 3,
         "chain_reach": nest.reach,
-        "coverage": coverage,
+        "coverage": float(cov["ratio"]),  # aspects and families as judged (`coverage`)
         "min_family_match": min(best_match, default=1.0),
         "n_families": len(outcome.plan.families) / 6,
         "chained": 1.0 if outcome.plan.chained else 0.0,
@@ -195,21 +194,13 @@ def source_diversity(outcome: SearchOutcome) -> dict[str, Any]:
     }
 
 
-def aspect_coverage(outcome: SearchOutcome) -> tuple[list[str], list[str]]:
-    covered: list[str] = []
-    missing: list[str] = []
-    planned = {f.name: f for f in outcome.plan.families}
-    for aspect in outcome.plan.aspects:
-        probe = planned.get(aspect) or RequiredFamily(name=aspect, rescue_query=aspect, aspect_terms=terms(aspect))
-        (covered if any(probe.matches(c.chunk) for c in outcome.context) else missing).append(aspect)
-    return covered, missing
-
-
 HOP_ASPECT = "the entities the question describes (further hops)"
 
 
-def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, Any]:
-    covered, missing = aspect_coverage(outcome)
+def coverage(outcome: SearchOutcome, nest: Nesting | None = None, depth: int = DEFAULT_RANK_DEPTH) -> dict[str, Any]:
+    """Each planned aspect judged covered, missing or not in the index (`judge_aspects`; `depth`: `[signals]
+    aspect_rank_depth`), with the evidence that decided it under "aspects", and the lists and ratio clients read."""
+    verdicts = judge_aspects(outcome, depth)
     nest = nest or nesting(outcome)
     if nest.nested:
         # A nested question ("the country where the composer of X was born") also needs the evidence hops
@@ -217,15 +208,25 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, A
         # question describes (here two: the composer, the country), connected to the page the question names
         # (`evidence_chain`). Without a named starting point ("a release that is already serving traffic") a
         # relative clause only describes; no hop.
-        (missing if nest.hops_unfollowed else covered).append(HOP_ASPECT)
+        verdicts.insert(len(outcome.plan.aspects), AspectVerdict(
+            HOP_ASPECT, AspectState.MISSING if nest.hops_unfollowed else AspectState.COVERED,
+            CoveredBy.EVIDENCE_CHAIN, float(nest.hops_unfollowed)))
+    by_aspect = {state: [v.aspect for v in verdicts if v.status is state] for state in AspectState}
+    covered, missing = by_aspect[AspectState.COVERED], by_aspect[AspectState.MISSING]
     # An identifier the question quotes that no readable record holds is no obligation (it took no slot of the
     # plan), but the evidence still says nothing of it: it counts against the ratio like a missing aspect, so an
     # answer about a subject the corpus never names does not proceed.
-    not_in_index = list(outcome.plan.unheld)
-    total = len(covered) + len(missing) + len(not_in_index)
+    not_in_index = by_aspect[AspectState.NOT_IN_INDEX]
+    total = len(verdicts)
     by_status: dict[FamilyState, list[str]] = {state: [] for state in FamilyState}
+    declared = {f.name for f in outcome.plan.families if f.is_store_filterable}
     for f in outcome.families:
-        by_status[f.status].append(f.name)
+        # An automatic aspect's family stands as its aspect was judged; a declared family (a shape's, the
+        # caller's) as the pipeline found its members; found but rejected stays so.
+        status = f.status
+        if f.status is FamilyState.MISSING and f.name not in declared and f.name in covered:
+            status = FamilyState.COVERED
+        by_status[status].append(f.name)
     aspect_ratio = len(covered) / total if total else 1.0
     family_ratio = len(by_status[FamilyState.COVERED]) / len(outcome.families) if outcome.families else 1.0
     return {
@@ -234,6 +235,7 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None) -> dict[str, A
         # Identifiers the question quotes that no readable record holds (the requester's own values, or a spelling
         # the index does not use): missing, but a re-query for them would find nothing.
         "aspects_not_in_index": not_in_index,
+        "aspects": [v.to_dict() for v in verdicts],
         # The lesser of the two: a family found but rejected is not covered, whatever the aspects say.
         "ratio": round(min(aspect_ratio, family_ratio), 4),
         "families_covered": by_status[FamilyState.COVERED],

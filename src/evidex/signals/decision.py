@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from evidex.config import Config
 from evidex.outcome import SearchOutcome, Signals
 from evidex.signals.compute import bounded_confidence, coverage, features, nesting, recommend, source_diversity
+from evidex.signals.coverage import DEFAULT_RANK_DEPTH
 from evidex.signals.model import ConfidenceModel, load_model
 
 
@@ -24,6 +25,7 @@ class DecisionSettings:
     default_owner: str | None
     model: ConfidenceModel | None = None  # None: the shipped model
     proceed_confidence: float = 0.0
+    aspect_rank_depth: int = DEFAULT_RANK_DEPTH
 
     @classmethod
     def from_config(cls, config: Config) -> DecisionSettings:
@@ -31,14 +33,15 @@ class DecisionSettings:
         return cls(requery_threshold=ev.requery_threshold, min_question_word_share=ev.min_question_word_share,
                    min_proceed_confidence=ev.min_proceed_confidence, default_owner=config.gate.default_owner or None,
                    model=load_model(config.confidence_model_path),
-                   proceed_confidence=config.signals.proceed_confidence)
+                   proceed_confidence=config.signals.proceed_confidence,
+                   aspect_rank_depth=config.signals.aspect_rank_depth)
 
 
 def signals_of(outcome: SearchOutcome, settings: DecisionSettings) -> Signals:
     """Confidence, coverage, diversity and the recommendation for `outcome`."""
     nest = nesting(outcome)  # both the coverage and the confidence features read it
-    cov = coverage(outcome, nest)
-    feats = features(outcome, nest)
+    cov = coverage(outcome, nest, settings.aspect_rank_depth)
+    feats = features(outcome, nest, cov)
     confidence = round(bounded_confidence(outcome, feats, settings.model), 4)
     rec = recommend(outcome, cov, threshold=settings.requery_threshold,
                     min_question_word_share=settings.min_question_word_share, confidence=confidence,
