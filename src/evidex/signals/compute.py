@@ -29,7 +29,8 @@ def confidence_model() -> dict[str, Any]:
     return shipped_model().document
 
 
-def features(outcome: SearchOutcome, nest: Nesting | None = None, cov: dict[str, Any] | None = None) -> dict[str, float]:
+def features(outcome: SearchOutcome, nest: Nesting | None = None,
+             cov: dict[str, Any] | None = None) -> dict[str, float]:
     """The quantities confidence is fitted on. All in [0, 1] or small ranges; cheap to compute. `nest` and `cov`:
     `nesting(outcome)` and `coverage(outcome, nest)` when the caller has them already."""
     nest = nest or nesting(outcome)
