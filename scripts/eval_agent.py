@@ -1,9 +1,11 @@
 """The reference agent loop (`evidex ask`) on the development sets: does following the recommendation add
 the evidence the first answer missed?
 
-    .venv/bin/python scripts/eval_agent.py [--data ../shared/data] [--rounds 3]
+    .venv/bin/python scripts/eval_agent.py [--data ../shared/data] [--rounds 3] [--sets k8s,fastapi,...]
+                                           [--markdown]
 
-Also on our blind k8s questions (every set `eval/blind_sets.txt` lists, over the k8s pages of the data).
+Also on our blind k8s questions (every set `eval/blind_sets.txt` lists, over the k8s pages of the data) unless
+`--sets` names the sets to run. `--markdown` ends with the table the README carries (one row per set).
 
 For each question: the loop's first round alone versus the evidence of every round together (an agent keeps
 what each round adds), as family recall@10 per round-1 context and over the union; how many questions a
@@ -45,10 +47,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--query-cache", type=int, default=None,
                     help="query vectors the engine keeps (default: the configured embedding.query_cache)")
+    ap.add_argument("--sets", default="", help="comma-separated set names (default: every development and blind set)")
+    ap.add_argument("--markdown", action="store_true", help="end with the README's table")
     args = ap.parse_args()
     config = load_config()
-    blind = blind_k8s_sets(args.data)
-    for dev in [*dev_sets(args.data), *blind]:
+    wanted = [s for s in args.sets.split(",") if s]
+    table: list[str] = []
+    for dev in [*dev_sets(args.data), *blind_k8s_sets(args.data)]:
+        if wanted and dev.name not in wanted:
+            continue
         if dev.qrels_file is not None:
             continue  # a BEIR set has no evidence families to complete
         if not dev.exists():
@@ -78,6 +85,12 @@ def main() -> None:
               f"all rounds {statistics.fmean(union):.3f}; improved by a re-query {improved}; "
               f"mean rounds {statistics.fmean(rounds):.2f}; first action {dict(actions)}; "
               f"{statistics.fmean(took):.0f} ms a question (query vectors kept: {kept})", flush=True)
+        table.append(f"| {dev.name} | {len(questions)} | {statistics.fmean(first):.3f} | {statistics.fmean(union):.3f} "
+                     f"| {improved} | {statistics.fmean(rounds):.2f} |")
+    if args.markdown:
+        print("\n| set | questions | family recall, one shot | after the loop | improved by a re-query | mean rounds |"
+              "\n|---|---|---|---|---|---|")
+        print("\n".join(table))
 
 
 if __name__ == "__main__":
