@@ -68,9 +68,23 @@ def without_confidence(transcript: dict[str, Any]) -> dict[str, Any]:
     return {**transcript, "rounds": [{k: v for k, v in r.items() if k != "confidence"} for r in transcript["rounds"]]}
 
 
+@pytest.fixture(scope="module")
+def words_only(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[Engine]:
+    """The handbook judged by aspect words alone (`[signals] aspect_rank_depth = 0`): an aspect the context's
+    pages speak of in other words is missing there, which gives the loop something to fix."""
+    sample = resources.files("evidex").joinpath("sample")
+    with resources.as_file(sample) as sample_dir:
+        cfg = load_config(sample_dir / "evidex.toml", env={}).replace(
+            index={"path": str(tmp_path_factory.mktemp("hb-words") / "idx")}, signals={"aspect_rank_depth": 0})
+        engine = Engine.open(cfg, embedder=embedder)
+        engine.ingest([sample_dir / "handbook"])
+        yield engine
+        engine.close()
+
+
 @pytest.mark.slow
-def test_a_requery_fixes_a_missing_aspect(handbook: Engine) -> None:
-    transcript = ask(lambda q, f: handbook.search_with_reasoning(q, f, retrieved_at=AT), QUESTIONS["ask_restore"])
+def test_a_requery_fixes_a_missing_aspect(words_only: Engine) -> None:
+    transcript = ask(lambda q, f: words_only.search_with_reasoning(q, f, retrieved_at=AT), QUESTIONS["ask_restore"])
     first, *rest = transcript.rounds
     assert first["action"] == "re-query" and first["aspects_missing"]
     fixed = [r for r in rest if r.get("note", "").startswith("aspect fixed by re-query")]
