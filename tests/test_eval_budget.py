@@ -3,16 +3,20 @@ a pipeline's answer read in order until the next chunk would pass the budget, an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import CorpusWriter, EngineFactory
 
+from evidex.engine import Engine
 from evidex.evaluation.answers import Ranked
 from evidex.evaluation.budget import BUDGETS_TOKENS, TokenCounter, shown_text, within_budget
 from evidex.evaluation.datasets import FamilySpec, Question
 from evidex.evaluation.runner import at_tokens, evaluate
 from evidex.testing.store_builders import make_chunk
+
+EngineFactory = Callable[..., Engine]  # the make_engine fixture (tests/conftest.py)
+CorpusWriter = Callable[..., Path]  # the write_corpus fixture
 
 # Token counts of shown_text, with the packaged all-MiniLM-L6-v2 tokenizer (no [CLS] / [SEP]):
 PROBES = make_chunk("probes", 0, "A liveness probe restarts a container.", title="Probes")  # 11: probe ##s a live ...

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import engine_config
 
-from evidex.config import ShapeFamily, ShapeRule, load_config
+from evidex.config import Config, ShapeFamily, ShapeRule, load_config
 from evidex.embedding.protocol import Embedder, Vectors
 from evidex.engine import Engine
 from evidex.errors import ConfigError
@@ -56,7 +55,8 @@ def engine(tmp_path: Path, embedder: Embedder, cache_dir: Path) -> Engine:
     (corpus / "breakglass.md").write_text("---\nevidence_family: breakglass\n---\n# Break-glass\n\n"
                                           "Open the sealed envelope and log every use of the root account.\n")
     (corpus / "bread.md").write_text("# Bread\n\nBake the loaf at 220 degrees for forty minutes.\n")
-    config = engine_config(tmp_path / "idx", cache_dir).replace(shapes=(ACCESS,))
+    config = Config().replace(index={"path": str(tmp_path / "idx")}, embedding={"cache_dir": str(cache_dir)},
+                              shapes=(ACCESS,))
     e = Engine.open(config, embedder=CountingEmbedder(embedder))
     e.ingest([corpus])
     return e

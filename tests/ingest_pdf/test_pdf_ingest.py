@@ -4,20 +4,23 @@ a scanned (text-less) page reported, and unreadable, encrypted or text-less file
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import CorpusWriter, EngineFactory
 from pypdf import PdfReader, PdfWriter
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
 from evidex.config import ChunkingConfig
+from evidex.engine import Engine
 from evidex.ingest.loaders import LoadFailure, iter_documents, load_file
 from evidex.ingest.run import chunk_document
 from evidex.types import Document, RetrievalMode
+
+EngineFactory = Callable[..., Engine]  # the make_engine fixture (tests/conftest.py)
+CorpusWriter = Callable[..., Path]  # the write_corpus fixture
 
 SMALL = ChunkingConfig(max_chars=400, overlap_chars=0, min_chars=1)
 
