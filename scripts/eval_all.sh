@@ -18,6 +18,8 @@ $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --pipelines 
   --json "$OUT/k8s-auto.json" | tee "$OUT/k8s-auto.txt"
 $E eval --corpus "$D/k8s/docs" --questions "$D/k8s/questions.jsonl" --pipelines "$P" --plan oracle \
   --json "$OUT/k8s-oracle.json" | tee "$OUT/k8s-oracle.txt"
+$E eval --corpus "$D/fastapi/docs" --questions "$D/fastapi/questions.jsonl" --pipelines "$P" --plan auto \
+  --json "$OUT/fastapi-auto.json" | tee "$OUT/fastapi-auto.txt"
 # Our own questions over the same pages, written blind to evidex, in the order written (each folder's README says
 # how, and which became development data): the sets eval/blind_sets.txt lists, the one place a new set is added.
 BLIND=$(.venv/bin/python eval/dev_sets.py)
