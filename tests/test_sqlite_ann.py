@@ -103,3 +103,19 @@ def test_a_narrow_filter_is_searched_exactly_over_its_rows(tmp_path: Path) -> No
     assert len(hits) == 4 and {h.record_id.split("#")[0] for h in hits} <= {"doc1", "doc2"}
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     store.close()
+
+
+def test_the_live_scan_reads_what_all_chunks_holds(tmp_path: Path) -> None:
+    """`LiveScan`: the titles and the records that may link, as a pass over `all_chunks` finds them, in order."""
+    store = SqliteStore(tmp_path / "idx")
+    texts = ["see [the guide](guide.md)", "plain words", 'an <a HREF="x">anchor</a>', "100% of_rows \\ here",
+             "no ] ( link"]
+    chunks = [make_chunk(f"d{i}", 0, text, title=f"Title {i}") for i, text in enumerate(texts)]
+    store.commit_batch(batch("b1", *[document([c], [np.eye(DIM, dtype=np.float32)[i]]) for i, c in enumerate(chunks)]))
+    every = store.all_chunks()
+    assert store.live_titles() == [c.title for c in every]
+    may_link = [c for c in every if "](" in c.text or "href" in c.text.lower()]
+    assert store.live_chunks_with(("](", "href")) == may_link and len(may_link) == 2
+    assert [c.doc_id for c in store.live_chunks_with(("100%", "of_"))] == ["d3"]  # LIKE's wildcards escaped
+    assert store.live_chunks_with(("0%x",)) == []
+    store.close()

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from evidex.stores.protocol import Store
+from evidex.stores.protocol import LiveScan, Store
 
 _QUALIFIER = re.compile(r"\S \([^()]+\)$")  # "Kiss and Tell (1945 film)"
 
@@ -70,6 +70,9 @@ class TitleConventions:
         key = (store.snapshot_id(), min_share)
         with self._lock:
             if key not in self._read:
-                titles = () if min_share <= 0 or min_share > 1 else (c.title for c in store.all_chunks())
+                titles: Iterable[str] = ()
+                if 0 < min_share <= 1:
+                    titles = (store.live_titles() if isinstance(store, LiveScan)
+                              else (c.title for c in store.all_chunks()))
                 self._read = {key: read_convention(titles, min_share)}  # only the current snapshot's
             return self._read[key]

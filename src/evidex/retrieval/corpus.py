@@ -21,7 +21,7 @@ from weakref import WeakKeyDictionary
 from evidex.errors import StoreError
 from evidex.retrieval.links import LinkIndex
 from evidex.stores.dense import DenseIndex
-from evidex.stores.protocol import ReadAhead, Store, WordCounts
+from evidex.stores.protocol import LiveScan, ReadAhead, Store, WordCounts
 from evidex.types import Chunk, SearchFilters
 
 _SNAPSHOT_ATTEMPTS = 3
@@ -55,7 +55,8 @@ def _link_index(store: Store) -> tuple[LinkIndex, DenseIndex]:
             kept = _LINKS.get(store)
             if kept is not None and kept[0] == snapshot:
                 return kept[1], kept[2]
-            chunks = [c for c in store.all_chunks() if _may_link(c)]
+            scanned = store.live_chunks_with(("](", "href")) if isinstance(store, LiveScan) else store.all_chunks()
+            chunks = [c for c in scanned if _may_link(c)]
             if store.snapshot_id() != snapshot:  # a commit between the two reads: read again
                 continue
             links = LinkIndex((c.record_id, c.source, c.text) for c in chunks)

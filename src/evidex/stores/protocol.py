@@ -160,6 +160,22 @@ class ReadAhead(Protocol):
         ...
 
 
+@runtime_checkable
+class LiveScan(Protocol):
+    """Optional: a store that can read part of what `all_chunks` reads, without decoding every record (at a
+    million chunks, a pass over every decoded record holds gigabytes): the live titles, and the live records
+    whose text may hold a link."""
+
+    def live_titles(self) -> list[str]:
+        """Every live record's title, in `all_chunks` order."""
+        ...
+
+    def live_chunks_with(self, needles: Sequence[str]) -> list[Chunk]:
+        """The live records whose text holds one of `needles` (ASCII letters match in either case, other
+        characters exactly), in `all_chunks` order: a superset the caller tests again."""
+        ...
+
+
 def model_after(recorded: str | None, batch: BatchWrite, index_is_empty: Callable[[], bool]) -> str | None:
     """The index's model once `batch` commits (every store applies this one rule): the first batch with vectors
     names it, a batch from another model is refused, and an index written before evidex recorded its model (it

@@ -184,6 +184,23 @@ class SqliteStore:
                     self._chunk_cache.keep(c.record_id, c)
         return chunks
 
+    def live_titles(self) -> list[str]:
+        """Every live record's title, in storage order (`LiveScan`: no record decoded)."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT title FROM records WHERE retired_by IS NULL ORDER BY rowid")]
+
+    def live_chunks_with(self, needles: Sequence[str]) -> list[Chunk]:
+        """The live records whose text holds one of `needles`, in storage order (`LiveScan`): LIKE matches ASCII
+        letters in either case, and a needle's `%`, `_` and `\\` are escaped."""
+        if not needles:
+            return []
+        like = " OR ".join("text LIKE ? ESCAPE '\\'" for _ in needles)
+        patterns = ["%" + re.sub(r"([%_\\])", r"\\\1", n) + "%" for n in needles]
+        with self._lock:
+            rows = self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM records WHERE retired_by IS NULL AND ({like}) "
+                                    "ORDER BY rowid", patterns).fetchall()
+        return [row_to_chunk(r) for r in rows]
+
     def search_dense(self, vector: npt.NDArray[np.float32], limit: int,
                      filters: SearchFilters | None = None) -> list[ScoredId]:
         return self._dense_index().search(vector, limit, filters)
