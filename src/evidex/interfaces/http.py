@@ -269,14 +269,20 @@ def serve_workers(settings: dict[str, Any], *, workers: int, host: str = "127.0.
     """Run `workers` processes until interrupted, each serving the app that the factory `app` ("module:function",
     by default this API's `worker_app`) builds from `settings` (config, index, keys, and what the app needs
     besides). A search holds the GIL for most of its ~20 ms, so one process uses about one core; more processes
-    answer more requests per second on more cores."""
+    answer more requests per second on more cores. Each worker has its own socket of the port where the system
+    allows it (`http_workers`: connections spread evenly), else they share uvicorn's one."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
+
+    from evidex.interfaces.http_workers import can_share_port, run_workers
 
     os.environ[WORKER_ENV] = json.dumps(settings)
     config = uvicorn.Config(app, factory=True, workers=workers, host=host, port=port,
                             log_level=log_level, log_config=log_config(log_level), access_log=False,
                             server_header=False, proxy_headers=False)
+    if can_share_port():  # a socket per worker: the kernel spreads the connections (see `http_workers`)
+        run_workers(config, workers)
+        return
     sock = tcp_listener(config)
     try:
         Multiprocess(config, sockets=[sock]).run()
