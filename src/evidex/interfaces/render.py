@@ -196,7 +196,7 @@ def render_eval(console: Console, report: dict[str, Any]) -> None:
     pipelines: dict[str, dict[str, Any]] = report["pipelines"]
     console.print(_figures(
         ["pipeline", f"family recall / all found @{k}", f"… in {k} distinct pages",
-         f"… within {BUDGET_SHOWN:,} tokens", "nDCG @10", "recall @100", "MRR", "p50 / p95 ms"],
+         f"@{BUDGET_SHOWN:,} tokens", "nDCG @10", "recall @100", "MRR", "p50 / p95 ms"],
         [[name, f"{_fmt(row['family_recall'])} / {_fmt(row['all_found'])}",
           f"{_fmt(row['family_recall_pages'])} / {_fmt(row['all_found_pages'])}", _budget_cell(row),
           _fmt(row["ndcg@10"]),
@@ -204,8 +204,8 @@ def render_eval(console: Console, report: dict[str, Any]) -> None:
           f"{row['latency_ms']['p50']:.1f} / {row['latency_ms']['p95']:.1f}"] for name, row in pipelines.items()],
         title=f"{report['questions']} questions, plan={report['plan']}"))
     console.print(f"… in {k} distinct pages: the same over the first {k} distinct pages (a plain retriever's first {k}"
-                  f" chunks hold fewer); … within {BUDGET_SHOWN:,} tokens: the answer read in order until the next "
-                  f"chunk would pass {BUDGET_SHOWN:,} tokens (title and text, the default embedder's tokenizer)"
+                  f" chunks hold fewer); @{BUDGET_SHOWN:,} tokens: the same within that budget, the answer read in "
+                  f"order until the next chunk would pass it (title and text, the default embedder's tokenizer)"
                   f"{_measured_on(report.get('machine'))}", style="dim")
     if report.get("gate"):
         console.print(_figures(
