@@ -27,7 +27,7 @@ from evidex.admission.gate import Principal
 from evidex.config import Config, load_config
 from evidex.engine import Engine, open_store
 from evidex.evaluation.bench_synthetic import K, LookupEmbedder, build_synthetic
-from evidex.evaluation.measure import dir_mb, peak_rss_mb, rss_mb, time_modes
+from evidex.evaluation.measure import dir_mb, peak_rss_mb, rss_mb, rss_parts_mb, time_modes
 from evidex.evaluation.synthetic import FILTER, SELECTIVITY, SyntheticCorpus
 from evidex.retrieval.hybrid import fuse_lists
 from evidex.stores.sqlite import SqliteStore
@@ -112,7 +112,7 @@ def serve(index_dir: Path, n: int, seed: int, queries: int, config: Config) -> d
         for mode in MODES:
             run(q, mode)
     times = time_modes(run, texts, MODES)
-    serving_rss, serving_peak = rss_mb(), peak_rss_mb()  # before the recall check reads every vector
+    serving_rss, serving_peak, parts = rss_mb(), peak_rss_mb(), rss_parts_mb()  # before the recall check
     recall: dict[str, Any] = {"filter_shares": "n/a (Milvus)"}
     if isinstance(store, SqliteStore):  # exact search over the same vectors is the reference
         recall = _recall(engine, store, store._dense_index().matrix, qs[:RECALL_QUERIES], filters)
@@ -121,7 +121,8 @@ def serve(index_dir: Path, n: int, seed: int, queries: int, config: Config) -> d
     return {"serve_open_s": round(open_s, 2), "queries": len(texts), "backend": config.index.backend.value,
             "latency_ms": {m: {"p50": t["p50_ms"], "p95": t["p95_ms"], "cpu_p50": t["cpu_p50_ms"]}
                            for m, t in times.items()},
-            **recall, "rss_serving_mb": round(serving_rss, 1), "peak_rss_mb": round(serving_peak, 1)}
+            **recall, "rss_serving_mb": round(serving_rss, 1), "peak_rss_mb": round(serving_peak, 1),
+            "rss_serving_parts_mb": parts}
 
 
 def _recall(engine: Engine, store: SqliteStore, matrix: npt.NDArray[np.float32], qs: list[tuple[str, Any]],

@@ -84,6 +84,22 @@ def peak_rss_mb() -> float:
     return maxrss_mb()
 
 
+def rss_parts_mb() -> dict[str, float]:
+    """The resident set by kind (Linux): `anon` (the heap: what the process holds), `file` (pages of mapped
+    files, such as memory-mapped vectors: page cache the kernel takes back under pressure) and `shmem`; empty
+    where /proc is not available."""
+    parts: dict[str, float] = {}
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                for kind in ("Anon", "File", "Shmem"):
+                    if line.startswith(f"Rss{kind}:"):
+                        parts[kind.lower()] = round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return parts
+
+
 def loadavg() -> list[float] | None:
     try:
         return [round(x, 2) for x in os.getloadavg()]
