@@ -8,7 +8,7 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,6 +18,9 @@ from evidex.engine import ready_to_serve
 from evidex.interfaces.cli_runtime import AtOpt, ConfigOpt, err, out, parse_retrieved_at, progress_bar, run
 from evidex.interfaces.render import render_eval, render_misses
 from evidex.types import EvalPlan
+
+if TYPE_CHECKING:
+    from evidex.evaluation.datasets import Question
 
 
 def report_file(path: Path | None) -> Path | None:
@@ -62,7 +65,6 @@ def eval_cmd(
     config: ConfigOpt = None,
 ) -> None:
     """Evaluate pipelines side by side: family recall, all-found, nDCG@10, recall@100, MRR, latency."""
-    from evidex.evaluation.datasets import load_beir, load_questions
     from evidex.evaluation.runner import evaluate, open_eval_engine
 
     if (questions is None) == (queries is None) or (queries is not None and qrels is None):
@@ -80,9 +82,7 @@ def eval_cmd(
     if backend is not None:
         cfg = run(lambda: cfg.replace(index={"backend": backend}))
     who, at = _principal(principal_labels, retrieved_at)
-    qs = run(lambda: load_questions(questions) if questions else load_beir(queries, qrels))  # type: ignore[arg-type]
-    if limit:
-        qs = qs[:limit]
+    qs = _eval_questions(questions, queries, qrels, limit)
     names = [p.strip() for p in pipelines.split(",") if p.strip()]
     if misses is not None and misses not in names:
         raise typer.BadParameter(f"{misses!r} is not among the pipelines run ({', '.join(names)})",
@@ -98,6 +98,19 @@ def eval_cmd(
             raise typer.BadParameter(str(exc)) from None
         finally:
             engine.close()
+    _show_report(report, misses, json_path, plots)
+
+
+def _eval_questions(questions: Path | None, queries: Path | None, qrels: Path | None, limit: int) -> list[Question]:
+    """The questions of an evaluation: a questions.jsonl, or BEIR queries with their qrels; the first `limit`."""
+    from evidex.evaluation.datasets import load_beir, load_questions
+
+    qs = run(lambda: load_questions(questions) if questions else load_beir(queries, qrels))  # type: ignore[arg-type]
+    return qs[:limit] if limit else qs
+
+
+def _show_report(report: dict[str, Any], misses: str | None, json_path: Path | None, plots: Path | None) -> None:
+    """The evaluation's tables, the misses of one pipeline, and the JSON report and diagrams asked for."""
     render_eval(out, report)
     if misses is not None:
         render_misses(out, report, misses)
