@@ -7,6 +7,7 @@ scored exactly here; a filter passing few rows is still searched exactly over th
 
 from __future__ import annotations
 
+import mmap
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -19,6 +20,7 @@ from evidex.errors import StoreError
 from evidex.stores.ann import AnnIndex
 from evidex.types import Chunk, ScoredId, SearchFilters
 
+_RELEASE_EVERY = 32  # re-scorings between two releases of the mapped pages: ~32 x 400 rows stay resident
 _NEVER = np.iinfo(np.int64).max
 _ALWAYS = np.iinfo(np.int64).min
 
@@ -49,6 +51,7 @@ class DenseIndex:
         self._pattern_masks: dict[str, npt.NDArray[np.bool_]] = {}
         self._rows: dict[str, int] | None = None  # record id -> row, built on first use
         self.ann: AnnIndex | None = None  # approximate candidates (large indexes; `evidex.stores.ann`)
+        self._reads = 0  # exact re-scorings of a memory-mapped matrix (see _release_pages)
 
     @classmethod
     def of_chunks(cls, chunks: Sequence[Chunk]) -> DenseIndex:
@@ -158,7 +161,18 @@ class DenseIndex:
         order = np.argsort(rows, kind="stable")
         scores = np.empty(len(rows), dtype=np.float32)
         scores[order] = np.einsum("ij,j->i", np.asarray(self.matrix[rows[order]], dtype=np.float32), query)
+        self._reads += 1
+        if self._reads % _RELEASE_EVERY == 0:
+            self._release_pages()
         return scores
+
+    def _release_pages(self) -> None:
+        """Drop the memory-mapped vectors' pages from this process's resident set (they stay in the page cache, and
+        a later read maps them again in microseconds): re-scoring reads rows all over the file, and the pages of a
+        long-running server would otherwise add up to the whole file in its RSS."""
+        mapping = getattr(self.matrix, "_mmap", None)
+        if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
+            mapping.madvise(mmap.MADV_DONTNEED)
 
     def _ranked(self, rows: npt.NDArray[np.int64], scores: npt.NDArray[np.floating[Any]],
                 limit: int) -> list[ScoredId]:
