@@ -30,10 +30,10 @@ class IndexConfig:
     collection: str = setting("", "Milvus collection name; empty = evidex_<index directory name>.")
     ann_min_chunks: int = setting(100_000, "Live chunks from which the SQLite store's dense search is approximate "
                                            "(faiss IVF, candidates scored exactly; needs the `ann` extra), exact "
-                                           "below.", ge=0, zero="0 makes it approximate at any size", in_hash=False)
+                                           "below.", ge=0, zero="0 makes it approximate at any size")
     ann_exact_share: float = setting(0.05, "A filter letting through less than this share of the chunks is "
                                            "searched exactly over them, even above ann_min_chunks.", ge=0.0,
-                                     le=1.0, in_hash=False)
+                                     le=1.0)
 
 
 @dataclass(frozen=True)
