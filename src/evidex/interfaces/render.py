@@ -90,11 +90,18 @@ def _render_decision(console: Console, result: dict[str, Any]) -> None:
     console.print(f"confidence {sig['confidence']:.2f} · coverage {ratio} · "
                   f"{sig['source_diversity']['sources']} sources · plan: {result['plan']['source']}"
                   f"{' (' + result['plan']['shape'] + ')' if result['plan']['shape'] else ''}")
-    if result["families"]:
+    verdicts = cov.get("aspects") if result["plan"]["source"] == "auto" else None
+    if verdicts:
+        # An automatic plan's obligations are the question's own aspects: shown as the coverage judged them (the
+        # verdict the decision read), with what decided each.
+        console.print("aspects: " + "  ".join(
+            f"[{_FAMILY_STYLE.get(v['status'], 'white')}]{escape(_short(v['aspect']))}: {v['status']}"
+            f"{' (' + v['by'].replace('-', ' ') + ')' if v['status'] == 'covered' and v['by'] != 'terms' else ''}[/]"
+            for v in verdicts))
+    elif result["families"]:
         fams = "  ".join(f"[{_FAMILY_STYLE.get(f['status'], 'white')}]{escape(_short(f['name']))}: {f['status']}"
                          f"{' (' + ', '.join(f['reasons']) + ')' if f['reasons'] else ''}[/]"
                          for f in result["families"])
-        # An automatic plan's obligations are the question's own aspects, not families anyone declared.
         console.print(f"{'aspects' if result['plan']['source'] == 'auto' else 'families'}: {fams}")
 
 
