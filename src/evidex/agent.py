@@ -2,7 +2,7 @@
 
 `ask` is what an agent built on evidex should do: proceed when told to; on `re-query`, ask again with
 `aspect_focus` set to each focus the recommendation names (a missing aspect, or for a missing hop the
-description that starts from a name: "the composer of Aschenbrodel"; one round each, at most `max_rounds`
+description that starts from a name: "the architect of the Harbour Library"; one round each, at most `max_rounds`
 rounds), keeping the evidence each round adds; on `stop`, stop and hand over to the named owner. Every
 decision is logged.
 """

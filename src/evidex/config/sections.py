@@ -106,7 +106,7 @@ class EvidenceConfig:
     max_aspects: int = setting(6, "Obligations an automatic plan may create from the question's clauses (English "
                                   "clauses: see above).", ge=0)
     frame_word_share: float = setting(0.05, "A clause every word of which more than this share of the readable "
-                                            "records holds frames the question (\"How do I set that up\") and is "
+                                            "records holds frames the question (\"How do I turn that on\") and is "
                                             "no obligation; 1 keeps every clause.")
     frame_min_records: int = setting(1000, "Frames are dropped only on an index of at least this many readable "
                                            "records: in a small one the subject's own words are that common.")
@@ -120,8 +120,8 @@ class EvidenceConfig:
                                    "their links to the candidate's page, in the question's words, which the page "
                                    "itself may not use.")
     qualified_title_share: float = setting(0.02, "Titles are read as encyclopaedia titles, a name and its qualifier "
-                                                 "(\"Kiss and Tell (film)\", \"Ellis, Kansas\" name \"Kiss and Tell\", "
-                                                 "\"Ellis\"), only in an index where at least this share of the "
+                                                 "(\"Salt Road (film)\", \"Caldport, Westshire\" name \"Salt Road\", "
+                                                 "\"Caldport\"), only in an index where at least this share of the "
                                                  "distinct titles end in a parenthesised qualifier; elsewhere a title "
                                                  "is one name (\"Configure Liveness, Readiness and Startup Probes\").",
                                            ge=0, zero="0 always reads qualifiers; above 1 never")

@@ -2,7 +2,7 @@
 
 An aspect is an identifier or quoted string, a name (a capitalised word run), or a clause of a composite
 question; each becomes an obligation of an automatic plan (`evidex.evidence.plan.auto_plan`). The same reading
-tells whether a question is nested ("the country where the composer of X was born": `is_chained`) and which
+tells whether a question is nested ("the city where the architect of X was born": `is_chained`) and which
 entities it describes instead of naming (`described_phrases`).
 """
 
@@ -16,7 +16,7 @@ from evidex.evidence.terms import is_abbreviation, is_identifier, terms, without
 
 _CODE = re.compile(r"`([^`]{2,80})`")
 # A quoted string: in double quotes, or in single quotes that no letter touches on the outside (an apostrophe
-# does: "the Job's retries", "peers' names"), an error message such as ('Too many missed start time').
+# does: "the Job's retries", "peers' names"), an error message such as ('Too many retries for batch').
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,80})[\"”]|(?<!\w)['‘]([^'’\"”\n]{3,80})['’](?!\w)")
 _IDENT = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]+|[a-z]+[A-Z]\w*|[A-Z]{2,}_[A-Z_0-9]+|\w+[._]\w+(?:[._]\w+)*)")
 _CONNECTORS = {"of", "and", "the", "de", "in", "on", "for", "la", "le", "von", "van", "der", "&", "du", "del"}
@@ -76,17 +76,17 @@ def _sentence_spans(sentence: str) -> list[str]:
         special = clean[1:] != clean[1:].lower()  # acronym or camelCase: a name even at a sentence start
         if capital and sentence_start and not current and not next_capital and not special:
             capital = False
-        # A version or a decimal quantity qualifies a name but does not start one: "our 1.28 API server",
+        # A version or a decimal quantity qualifies a name but does not start one: "our 3.2 proxy tier",
         # "3.5 CPUs" ("2008 Summer Olympics" and "888 7th Avenue" keep their numbers).
         if not current and _DECIMAL.match(clean):
             capital = False
-        # Nor does a quantity name anything: "a 40 MB rules file", "512 MiB", "2 CPUs", "800m CPU".
+        # Nor does a quantity name anything: "a 25 MB lookup table", "512 MiB", "2 CPUs", "800m CPU".
         if not current and (_NUMBER.match(clean) or is_quantity(clean)) and following in _UNITS:
             capital, quantity_unit = False, i + 1
         if i == quantity_unit:
             capital = False
         is_name = capital and not (sentence_start and clean.lower() in _QUESTION_WORDS)
-        # "Kiss and Tell", but not "Indexed Job of 200 shards", "München in 1930": a number after a connector is
+        # "Salt and Light", but not "Batch of 300 tasks", "München in 1930": a number after a connector is
         # not part of the name.
         joins_names = bool(current) and clean.lower() in _CONNECTORS and next_capital and not following[:1].isdigit()
         if is_name or joins_names:
@@ -134,7 +134,7 @@ def sub_questions(question: str) -> list[str]:
 
 
 def _split_conjoined(span: str) -> list[str]:
-    """'Local H and For Against' -> both names; 'Kiss and Tell' stays one title."""
+    """'Quiet Harbor and Red Lantern' -> both names; 'Salt and Light' stays one title."""
     parts = [p.strip() for p in re.split(r"\s+and\s+", span)]
     if len(parts) > 1 and all(len(p.split()) >= 2 for p in parts):
         return parts
@@ -164,7 +164,7 @@ def question_aspects(question: str, *, max_aspects: int, held: Callable[[str], b
     named = [m.group(1) for m in _IDENT.finditer(plain)
              if not m.group(1).replace(".", "").isdigit() and not is_abbreviation(m.group(1))]
     identifiers.extend(named)
-    # Code and identifier-like names are met only whole; a quoted title ("Kiss and Tell") by its words.
+    # Code and identifier-like names are met only whole; a quoted title ("Salt and Light") by its words.
     verbatim = {a for a in [*code, *named] if is_identifier(a)}
     names = [part for span in entity_spans(plain) for part in _split_conjoined(span)]
     multi = [n for n in names if len(n.split()) > 1]
@@ -202,11 +202,12 @@ def names_identifier(text: str) -> bool:
 
 def _within_cap(aspects: list[str], clauses: list[str], names: list[str], question: str, cap: int) -> list[str]:
     """The `cap` aspects to keep of more: what the question names, then what it asks, then the scene it sets ("We
-    added eight GPU nodes, a mix of A100s and T4s. How do we reserve them, ...?"), its last clauses first: a scene
-    closes on its complication, nearest the ask ("Our API pods need 90 seconds to drain, so we raised the grace
-    period, but now a hung pod lingers 90 seconds before being killed"). A name that only a scene clause held is
-    freed from it and ranks with the names, after them ("We need a log-forwarder DaemonSet on every Windows node
-    that ...": the scene goes, "DaemonSet" stays). Kept in the order of `aspects`, freed names last."""
+    bought four new build agents, two of them with GPUs. How do we pin jobs to them, ...?"), its last clauses
+    first: a scene closes on its complication, nearest the ask ("Our workers take a minute to finish a task, so we
+    lengthened the shutdown wait, but now a stuck worker blocks every release for a minute"). A name that only a
+    scene clause held is freed from it and ranks with the names, after them ("We want a metrics-agent DaemonSet
+    on each edge machine that ...": the scene goes, "DaemonSet" stays). Kept in the order of `aspects`, freed
+    names last."""
     asked = {p for sentence in sentences(question) if _ASKS.search(sentence) for p in sub_questions(sentence)}
     scene = [a for a in aspects if a in clauses and a not in asked]
     held = [_term_key(a) for a in aspects if a not in scene]
@@ -235,14 +236,14 @@ _SCENE_SENTENCES = 3  # a request of this many sentences sets a scene and asks s
 
 
 def is_chained(question: str) -> bool:
-    """A question composed by nesting ("the country where the composer of X was born") rather than by
+    """A question composed by nesting ("the city where the architect of X was born") rather than by
     conjunction ("how do I A, and how do I B"): one clause that describes what it asks about, or any question
-    that describes an entity starting from a name ("What city is the star of Sous les pieds des femmes
-    from?", "Humboldt Peak, in the state where Silverton is located, is part of what range?"). A statement
+    that describes an entity starting from a name ("Which city is the singer of Lantern Song
+    from?", "Gray Crag, in the region where Caldport lies, belongs to which range?"). A statement
     ("glycolysis is one of the primary pathways") asks for no unnamed entity, so it is never chained.
 
-    Nor is a request that sets a scene over several sentences ("We're patching the OS on every worker. What
-    prevents ..., and how should the Deployment's own rollout be tuned?"): its descriptions describe the
+    Nor is a request that sets a scene over several sentences ("We rotate certificates on every gateway. What
+    keeps ..., and how should the gateway's own restart be paced?"): its descriptions describe the
     requester's own things, which no page names, and there is no chain of pages to follow. A nested question
     is one sentence, or two at most ("There is a river that ... Who founded the city that lies on it?")."""
     if _ASKS.search(question) is None or len(sentences(question)) >= _SCENE_SENTENCES:
@@ -251,8 +252,8 @@ def is_chained(question: str) -> bool:
         bool(described_phrases(question))
 
 
-# An entity the question describes instead of naming: "the country where", "the composer of", "the drummer from",
-# "the same book as", "Hello Love's performer". Attribute nouns ("the name of", "the number of") ask about an
+# An entity the question describes instead of naming: "the city where", "the architect of", "the drummer from",
+# "the same album as", "Lantern Song's singer". Attribute nouns ("the name of", "the number of") ask about an
 # entity; they are not one.
 _DESCRIBED = re.compile(r"\b(?:the|a|an|this|that|its|his|her|their)\s+(?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*\s+"
                         r"(?:where|of|that|which|who|whose|whom|in which|on which|at which|by which|from which|when|"
@@ -268,17 +269,17 @@ def _descriptions(question: str) -> list[re.Match[str]]:
 
 def described_entities(question: str) -> int:
     """How many entities a nested question describes rather than names: each is one more hop to follow
-    ("Who was in charge of the country where the composer of Aschenbrodel was a citizen?": 2). A rough
+    ("Who governed the city where the architect of the Harbour Library was born?": 2). A rough
     count from the wording, used to judge whether the evidence followed enough links."""
     return len(_descriptions(question))
 
 
 def described_phrases(question: str) -> list[str]:
     """The descriptions of a nested question that start from a name, innermost first: what to search for
-    next when a hop is missing ("the composer of Aschenbrodel was a citizen", "Hello Love's performer lived
-    in when he died")."""
-    # A quoted string or code span names something as surely as a capitalised one ("the country whose ccTLD
-    # was ".cs"").
+    next when a hop is missing ("the architect of the Harbour Library was born", "Lantern Song's singer lived
+    in when she retired")."""
+    # A quoted string or code span names something as surely as a capitalised one ("the country whose code
+    # was ".zz"").
     names = [*entity_spans(question), *(m.group(1) for m in _CODE.finditer(question)), *quoted_strings(question)]
     found: list[str] = []
     for m in _descriptions(question):

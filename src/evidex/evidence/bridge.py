@@ -1,5 +1,5 @@
 """Bridging: the evidence a multi-hop question needs next is often named in the evidence found first
-("the woman who portrayed Corliss Archer" -> the page on Kiss and Tell names Shirley Temple).
+("the actor who played the keeper in Salt Road" -> the page on Salt Road names Mara Voss).
 
 From the few best candidates, take the names they mention that the question does not, and look each
 up with one bounded sparse search over titles. A hit whose title is that name joins the pool as a linked
@@ -50,9 +50,9 @@ def context_search(store: Store, question: str, sources: Sequence[Candidate], *,
                    held: set[str], to_candidates: Callable[[list[ScoredId]], list[Candidate]],
                    filters: SearchFilters | None = None) -> tuple[list[Candidate], BridgeSearch | None]:
     """One sparse search of the question with the first `names` names its leading evidence adds. The page a
-    nested question needs next often holds the bridge entity without being titled by it ("the waterfall in
-    the country where the Bubye River is found": the Bubye River page names Zimbabwe, and the Victoria Falls
-    page, which a title look-up of "Zimbabwe" cannot find, holds both "waterfall" and "Zimbabwe"). Its best
+    nested question needs next often holds the bridge entity without being titled by it ("the bridge in
+    the city where the Orrin Canal ends": the Orrin Canal page names Caldport, and the Tidegate Bridge page,
+    which a title look-up of "Caldport" cannot find, holds both "bridge" and "Caldport"). Its best
     hit the pool does not hold (`held`) joins it as a linked candidate. Returns it and the search, or nothing
     when the evidence adds no name."""
     found = bridge_entities(question, sources, names) if names > 0 else []

@@ -170,11 +170,11 @@ def auto_plan(question: str, *, max_aspects: int = 4, held: Callable[[str], bool
 def without_frames(plan: EvidencePlan, word_counts: Callable[[str], tuple[int, dict[str, int]]], max_share: float,
                    min_records: int, *, keep: str | None = None) -> tuple[EvidencePlan, tuple[str, ...]]:
     """`plan` without the automatic clause aspects that set the question's frame rather than ask for evidence
-    ("How do I set that up", "What are the options and limits"): every word of which more than `max_share` of
+    ("How do I turn that on", "Which settings exist for it"): every word of which more than `max_share` of
     the records hold (`word_counts`: the readable records and how many hold each word, from the store). Only on
     an index of at least `min_records` such records: a small knowledge base is about one subject, whose words
     are as common there as a question's frame (a 215-chunk handbook had "rotate the signing keys" as common as
-    "set that up"). A name, an identifier, the aspect `keep` (a focus) and an aspect of words the store cannot
+    "turn that on"). A name, an identifier, the aspect `keep` (a focus) and an aspect of words the store cannot
     tell of stay, and so does the last aspect: a frame aspect would otherwise reserve a page that merely holds
     its common words in place of a family's page. Returns the plan and the aspects dropped."""
     if plan.source is not PlanSource.AUTO or max_share >= 1:
@@ -195,7 +195,7 @@ def without_frames(plan: EvidencePlan, word_counts: Callable[[str], tuple[int, d
 
 def with_term_weights(plan: EvidencePlan, candidates: Sequence[Candidate]) -> EvidencePlan:
     """`plan` with the terms of each aspect but an identifier (met only whole) weighted by their rarity
-    among `candidates`, the request's pool: "they should be capped at 50 pods" is then met by a chunk holding
+    among `candidates`, the request's pool: "they should stop at 20 replicas" is then met by a chunk holding
     "capped", not by every page that says "pods" and "50"; a name held in part, only by its rare words ("SQL
     Server" not by a page titled "API Server ..."; "Cypress and Ajuga" by the page on either). A chunk holding
     all of an aspect's terms meets it however common they are."""

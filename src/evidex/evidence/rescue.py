@@ -8,8 +8,8 @@ the requester's own words, so its search sees only what the requester may read (
 question could test whether restricted text contains a word.
 
 An automatic aspect that nothing meets by its terms, before or after its search, gets a *lead*: the search's
-best hit that speaks of the aspect, from a page the leading candidates do not already hold ("what lock
-permissions does that handover need" -> the Leases page, which holds "lock" but not "permissions"). A lead is
+best hit that speaks of the aspect, from a page the leading candidates do not already hold ("which retry
+budget does that client get" -> a page on retries, which holds "retry" but not "budget"). A lead is
 kept in the context like evidence, but never covers its aspect: the aspect is still reported missing. An
 identifier (met only whole) gets no lead: a page that does not hold it is not about it.
 """

@@ -37,9 +37,9 @@ def stem(token: str) -> str:
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 # Not terms: the full-text stopwords, and words that frame a sentence but name nothing. An aspect's terms weigh
-# their rarity among the request's candidates, where such a word is rare only by chance: "meanwhile" had
-# outweighed "affinity" in "can the controller add a required node affinity meanwhile", "own" had met "how do
-# completed Jobs expire on their own" with a page on neither. The full-text query keeps its stopwords (the
+# their rarity among the request's candidates, where such a word is rare only by chance: "meanwhile" would
+# outweigh "quota" in "can the operator raise the quota meanwhile", and "own" would match "do old snapshots
+# expire on their own" to a page on neither. The full-text query keeps its stopwords (the
 # published BM25 baselines' tokenization).
 _NOT_TERMS = STOPWORDS | frozenset(["also", "already", "anyway", "even", "ever", "hence", "however", "instead",
                                     "meanwhile", "otherwise", "own", "still", "therefore", "thus", "yet"])

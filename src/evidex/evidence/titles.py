@@ -1,7 +1,7 @@
 """How a corpus writes its page titles, read from the corpus itself rather than assumed.
 
 Encyclopaedia corpora (Wikipedia and the sets built from it) qualify a title to tell pages of one name apart:
-"Kiss and Tell (1945 film)", "Ellis, Kansas"; the name their text uses is the part before the qualifier, and
+"Salt Road (1951 film)", "Caldport, Westshire"; the name their text uses is the part before the qualifier, and
 following a name from one page to another needs that bare name. Documentation does not write titles that way:
 "Configure Liveness, Readiness and Startup Probes" is one name, and cutting it at the comma would leave
 "Configure Liveness". So the bare-name reading applies only to an index where at least
@@ -9,8 +9,8 @@ following a name from one page to another needs that bare name. Documentation do
 kind of corpus uses at that rate (a documentation set's "Container Runtime Interface (CRI)" is a rare
 exception among its titles).
 
-    >>> QUALIFIED.bare("Ellis, Kansas"), PLAIN.bare("Configure Liveness, Readiness and Startup Probes")
-    ('Ellis', 'Configure Liveness, Readiness and Startup Probes')
+    >>> QUALIFIED.bare("Caldport, Westshire"), PLAIN.bare("Configure Liveness, Readiness and Startup Probes")
+    ('Caldport', 'Configure Liveness, Readiness and Startup Probes')
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from evidex.stores.protocol import LiveScan, Store
 
-_QUALIFIER = re.compile(r"\S \([^()]+\)$")  # "Kiss and Tell (1945 film)"
+_QUALIFIER = re.compile(r"\S \([^()]+\)$")  # "Salt Road (1951 film)"
 
 
 @dataclass(frozen=True)
@@ -32,14 +32,14 @@ class TitleConvention:
     qualified: bool
 
     def bare(self, title: str) -> str:
-        """The name a title gives: less its qualifier where the corpus qualifies titles ("Kiss and Tell (film)"
-        and "Ellis, Kansas" name "Kiss and Tell" and "Ellis"), else the whole title."""
+        """The name a title gives: less its qualifier where the corpus qualifies titles ("Salt Road (film)"
+        and "Caldport, Westshire" name "Salt Road" and "Caldport"), else the whole title."""
         return self.unqualified(title).split(", ")[0] if self.qualified else title
 
     def unqualified(self, title: str) -> str:
-        """A title less a parenthesised qualifier ("Kiss and Tell (film)": "Kiss and Tell") where the corpus
-        qualifies titles, else the whole title. A place's region ("Ellis, Kansas") is kept: it is about Kansas
-        too."""
+        """A title less a parenthesised qualifier ("Salt Road (film)": "Salt Road") where the corpus
+        qualifies titles, else the whole title. A place's region ("Caldport, Westshire") is kept: it is about
+        Westshire too."""
         return title.split(" (")[0] if self.qualified else title
 
 

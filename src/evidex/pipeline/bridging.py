@@ -1,4 +1,4 @@
-"""The bridge stage: a nested question ("the waterfall in the country where the river is found") follows the
+"""The bridge stage: a nested question ("the bridge in the city where the canal ends") follows the
 names its leading evidence adds, a title look-up per name, then one search of the question with the first
 names (`evidex.evidence.bridge`). Names are followed only out of text the requester may read, and only to
 records they may read: a restricted page must neither steer what else is found nor be named in the trace."""

@@ -19,7 +19,7 @@ KnownEvidence = Mapping[str, tuple[str, ...]]  # family name -> record ids known
 
 def plan(ctx: RequestContext) -> EvidencePlan:
     """The caller's plan, else a configured question shape's, else one from the question's aspects; with the
-    aspect focus first and without the aspects that only frame the question ("how do I set that up")."""
+    aspect focus first and without the aspects that only frame the question ("how do I turn that on")."""
     ev, request, reader = ctx.evidence, ctx.request, ctx.access.reader
 
     def similarity(shape: QuestionShape) -> float | None:

@@ -28,7 +28,8 @@ def reserve_families(ctx: RequestContext, targets: EvidencePlan, admitted: Seque
         if not ctx.request.switches.reserve:
             st.n_out = min(len(admitted), ctx.k)
             return Reserved(tuple(admitted[: ctx.k]))
-        # The best linked page, preferring one named exactly by a followed name ("Kansas" over "Ellis, Kansas").
+        # The best linked page, preferring one named exactly by a followed name ("Westshire" over
+        # "Caldport, Westshire").
         hop_pages = tuple(sorted(bridged.named or bridged.linked))
         hop = [RequiredFamily(HOP_OBLIGATION, rescue_query="", record_ids=hop_pages)] if hop_pages else []
         admitted_ids = {c.chunk.record_id for c in admitted}

@@ -113,8 +113,8 @@ class Nesting:
     def hops_unfollowed(self) -> int:
         """Described entities the evidence does not reach (0 for a question that does not nest).
 
-        Besides the page the question names, it needs one page per entity it describes ("the country where
-        the composer of X was born": the composer's page, the country's), so a chain of that many pages plus
+        Besides the page the question names, it needs one page per entity it describes ("the city where
+        the architect of X was born": the architect's page, the city's), so a chain of that many pages plus
         one from the named page. Pages do not always name each other verbatim, so a bridge that followed that
         many pages stands in for the chain; at least one followed page and a chain as long as the count are
         always needed."""
@@ -140,7 +140,7 @@ def nesting(outcome: SearchOutcome) -> Nesting:
 
 def evidence_chain(outcome: SearchOutcome) -> int:
     """How far the context's evidence reaches from the page the question names, in pages: that page, then
-    pages named in its text ("Kiss and Tell (film)" -> "Shirley Temple"), pages named in theirs, and so on
+    pages named in its text ("Salt Road (film)" -> "Mara Voss"), pages named in theirs, and so on
     (breadth first, so each page counts at its nearest distance); 0 when no page the question names is in
     the context."""
     pages: dict[str, tuple[str, str]] = {}
@@ -204,9 +204,9 @@ def coverage(outcome: SearchOutcome, nest: Nesting | None = None, depth: int = D
     verdicts = judge_aspects(outcome, depth)
     nest = nest or nesting(outcome)
     if nest.nested:
-        # A nested question ("the country where the composer of X was born") also needs the evidence hops
+        # A nested question ("the city where the architect of X was born") also needs the evidence hops
         # away: pages reached by following names out of the first evidence, at least one per entity the
-        # question describes (here two: the composer, the country), connected to the page the question names
+        # question describes (here two: the architect, the city), connected to the page the question names
         # (`evidence_chain`). Without a named starting point ("a release that is already serving traffic") a
         # relative clause only describes; no hop.
         verdicts.insert(len(outcome.plan.aspects), AspectVerdict(
@@ -325,7 +325,7 @@ def recommend(outcome: SearchOutcome, cov: dict[str, Any], *, threshold: float, 
     ratio = cov["ratio"]
     if ratio < threshold:
         # The hop itself is not a phrase to search for: an agent re-queries the missing named aspects, else
-        # the descriptions that start from a name ("the composer of Aschenbrodel"), innermost first.
+        # the descriptions that start from a name ("the architect of the Harbour Library"), innermost first.
         aspects = (tuple(a for a in cov["aspects_missing"] if a != HOP_ASPECT) or tuple(cov["families_missing"])
                    or (tuple(described_phrases(outcome.request.query)) if HOP_ASPECT in cov["aspects_missing"]
                        else ()))
