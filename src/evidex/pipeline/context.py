@@ -31,6 +31,8 @@ class RequestContext:
     access: Access
     trace: Trace
     cross_encoder: RequestCrossEncoder | None
+    weights: RerankWeights  # the reranker's weights (`[evidence]`)
+    thresholds: GradeThresholds  # grading's thresholds (`[evidence]`)
     _vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -39,7 +41,9 @@ class RequestContext:
         if retrieved_at.utcoffset() is None:
             retrieved_at = retrieved_at.replace(tzinfo=UTC)
         cross = RequestCrossEncoder(parts.cross_encoder) if parts.cross_encoder is not None else None
-        return cls(parts, request, Access.of(parts.gate, request.principal, retrieved_at), Trace(), cross)
+        ev = parts.config.evidence
+        return cls(parts, request, Access.of(parts.gate, request.principal, retrieved_at), Trace(), cross,
+                   RerankWeights.from_config(ev), GradeThresholds(ev.grade_correct, ev.grade_incorrect))
 
     @property
     def store(self) -> Store:
@@ -56,14 +60,6 @@ class RequestContext:
     @property
     def k(self) -> int:
         return self.request.k
-
-    @property
-    def weights(self) -> RerankWeights:
-        return RerankWeights.from_config(self.evidence)
-
-    @property
-    def thresholds(self) -> GradeThresholds:
-        return GradeThresholds(self.evidence.grade_correct, self.evidence.grade_incorrect)
 
     @cached_property
     def titles(self) -> TitleConvention:

@@ -55,11 +55,3 @@ def with_known_evidence(plan: EvidencePlan, pages: KnownEvidence) -> EvidencePla
     families = tuple(dataclasses.replace(f, record_ids=tuple(dict.fromkeys([*f.record_ids, *pages[f.name]])))
                      if f.name in pages else f for f in plan.families)
     return dataclasses.replace(plan, families=families)
-
-
-def merged(first: KnownEvidence, second: KnownEvidence) -> dict[str, tuple[str, ...]]:
-    """Both maps of known evidence, `first`'s records of a family before `second`'s."""
-    out = dict(first)
-    for name, ids in second.items():
-        out[name] = tuple(dict.fromkeys([*out.get(name, ()), *ids]))
-    return out

@@ -20,7 +20,7 @@ from evidex.pipeline.citing import cite
 from evidex.pipeline.context import RequestContext
 from evidex.pipeline.grading import grade_selection
 from evidex.pipeline.parts import PipelineParts
-from evidex.pipeline.planning import bind, merged, plan
+from evidex.pipeline.planning import bind, plan, with_known_evidence
 from evidex.pipeline.reranking import Additions, rerank_pool, rescore
 from evidex.pipeline.rescue import Rescued, rescue_families
 from evidex.pipeline.reservation import reserve_families
@@ -39,7 +39,7 @@ def run_search(parts: PipelineParts, request: SearchRequest) -> SearchOutcome:
     rescued, bridged = Rescued(), Bridged()
     if request.switches.rescue:
         rescued = rescue_families(ctx, targets, ranked)
-        targets = bind(planned, retrieved.pool, merged(retrieved.known, rescued.known))
+        targets = with_known_evidence(targets, rescued.known)  # the pages named aspects title
         bridged = follow_names(ctx, planned, ranked)
         cited = cite(ctx, ranked)
         held = {c.chunk.record_id for c in [*retrieved.pool, *rescued.added]}
