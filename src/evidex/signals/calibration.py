@@ -14,9 +14,11 @@ features of a few questions per set, so a test can tell when the current pipelin
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import json
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,13 +62,26 @@ class Row:
 
 
 def feature_hash() -> str:
-    """A hash of the feature names and of the code that computes them: a model fitted on other definitions is
+    """A hash of the feature names and of the code that computes them (its syntax tree without docstrings, so a
+    reworded comment or docstring does not invalidate a fitted model): a model fitted on other definitions is
     told apart from one fitted on these."""
-    parts = [",".join(FEATURES), *(inspect.getsource(fn) for fn in (
+    parts = [",".join(FEATURES), *(_code_of(fn) for fn in (
         compute.features, compute.page_agreement, compute.sparse_top, compute.dense_commitment, compute.nesting,
         compute.evidence_chain, compute.Nesting, compute.coverage, coverage.judge_aspects, coverage.judge_aspect,
         coverage.own_rank))]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _code_of(obj: Any) -> str:
+    """The syntax tree of a function's or class's source with its docstrings removed."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and isinstance(body, list)
+                and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
 
 
 def is_complete(question: Question, context: Sequence[Any]) -> bool:
